@@ -1,0 +1,1 @@
+"""The gpu_telemetry check."""

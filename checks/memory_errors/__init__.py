@@ -1,0 +1,1 @@
+"""The memory_errors check."""

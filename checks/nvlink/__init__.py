@@ -1,0 +1,1 @@
+"""The nvlink check."""

@@ -1,0 +1,1 @@
+"""The pcie_aer check."""

@@ -1,0 +1,1 @@
+"""The pcie_link check."""

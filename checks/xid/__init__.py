@@ -1,0 +1,1 @@
+"""The xid check."""

@@ -1,0 +1,1 @@
+"""sitscheck.daemon."""

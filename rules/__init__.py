@@ -1,0 +1,1 @@
+"""Default rule files and hardware profiles, shipped as package data."""
