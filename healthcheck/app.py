@@ -1,0 +1,122 @@
+"""One run, start to end: sources → checks → rules → report. No I/O to the terminal here."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .assemble import build_report
+from .check import Check
+from .config import SITE_DIR, RunConfig
+from .engine.cel import CelEnvironment
+from .engine.evaluate import evaluate_rules
+from .engine.loader import load_profiles, load_rules, rule_files
+from .models import CheckResult, Report
+from .profiles import select_profile
+from .registry import BrokenCheck, discover, select
+from .sources.base import Sources
+from .sources.bundle import opened_bundle
+from .sources.live import LiveOptions, LiveSources
+from .sources.replay import ReplaySources
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    config: RunConfig
+    bundle: str | None = None
+
+
+def rules_dirs(config: RunConfig) -> list[Path]:
+    dirs = [SITE_DIR] if SITE_DIR.is_dir() else []
+    return dirs + list(config.rules_dirs)
+
+
+@contextmanager
+def open_sources(request: RunRequest) -> Iterator[Sources]:
+    config = request.config
+    if request.bundle is not None:
+        with opened_bundle(request.bundle) as folder:
+            yield ReplaySources(folder, label=request.bundle)
+        return
+    live = LiveSources(live_options(config))
+    try:
+        yield live
+    finally:
+        live.close()
+
+
+def live_options(config: RunConfig) -> LiveOptions:
+    load = None
+    if config.load:
+        from .load import start_load
+
+        load = lambda: start_load(config.sample_seconds + 2.0).summary()  # noqa: E731
+    return LiveOptions(
+        command_timeout_s=config.command_timeout_s,
+        nvml_deadline_s=config.nvml_deadline_s,
+        sample_seconds=config.sample_seconds,
+        sys_root=config.sys_root,
+        trt_log_paths=expand_trt_paths(config.trt_logs),
+        load=load,
+    )
+
+
+def expand_trt_paths(patterns: list[str]) -> list[Path]:
+    import glob
+
+    found: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern, recursive=True)) or [pattern]
+        found.extend(Path(m) for m in matches if Path(m).is_file())
+    return found
+
+
+def selected_checks(config: RunConfig) -> list[Check | BrokenCheck]:
+    return select(discover(), config.checks, config.skip)
+
+
+def execute(request: RunRequest) -> Report:
+    from .runner import run_checks
+
+    config = request.config
+    started_at = datetime.now(timezone.utc)
+    started = time.monotonic()
+    env = CelEnvironment()
+    dirs = rules_dirs(config)
+    ruleset = load_rules(rule_files(dirs), env)  # a broken rule file stops the run up front
+    profiles = load_profiles(dirs)
+    with open_sources(request) as sources:
+        results = run_checks(selected_checks(config), sources, config)
+        driver = sources.driver()
+        meta = sources.meta()
+    profile = select_profile(profiles, config.profile, results)
+    node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
+    verdicts = evaluate_rules(ruleset, results, profile, env, node)
+    note = None if driver.state == "present" else f"no usable NVIDIA driver: {driver.detail}"
+    return build_report(
+        results,
+        verdicts,
+        started_at,
+        time.monotonic() - started,
+        sources_mode(request),
+        request.bundle,
+        profile.name if profile else None,
+        (meta.get("host") or "unknown (bundle has no meta.json)") if request.bundle else None,
+        note,
+    )
+
+
+def sources_mode(request: RunRequest) -> str:
+    return "replay" if request.bundle is not None else "live"
+
+
+def _gpu_count(results: list[CheckResult]) -> int | None:
+    for result in results:
+        if result.name == "driver":
+            count = result.facts.get("gpu_count")
+            return count if isinstance(count, int) else None
+    return None

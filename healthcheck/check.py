@@ -1,0 +1,63 @@
+"""The check contract: what a plugin provides and what it hands back.
+
+A check is any object with these attributes (a Protocol, not a base class): built-ins and
+third-party plugins register the same way, through the `sitscheck.checks` entry points.
+A check reaches the host only through `ctx.sources`; it never renders and never decides
+thresholds (rules do): it returns facts, metrics and the findings that need no threshold.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .config import RunConfig
+from .errors import ProbeTimeout
+from .models import Finding, Layer, Metric
+from .sources.base import Sources
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    name: str
+    unit: str
+    help: str
+
+
+@dataclass
+class CheckOutput:
+    findings: list[Finding] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    not_judged: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    sources: Sources
+    config: RunConfig
+    deadline: float
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+    def ensure_time(self, what: str) -> None:
+        if self.remaining() <= 0:
+            raise ProbeTimeout(f"deadline passed before {what}")
+
+
+@runtime_checkable
+class Check(Protocol):
+    name: str
+    summary: str
+    layer: Layer
+    needs_gpu: bool
+    metrics: tuple[MetricSpec, ...]
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        """None when the check can run; otherwise why it is skipped."""
+        ...
+
+    def collect(self, ctx: CheckContext) -> CheckOutput: ...

@@ -1,0 +1,257 @@
+"""The command line (typer), kept thin: parse options, call the app, map errors to exit codes.
+
+Heavy modules (NVML, OpenTelemetry, rich tables, the rules engine) are imported inside the
+commands that need them, so `sitscheck --help` and `--version` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from . import __version__
+from .errors import SitscheckError
+
+EXIT_UNKNOWN = 3
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help=(
+        "Node health checks for GPU inference nodes "
+        "(exit 0 ok, 1 warning, 2 critical, 3 unknown)."
+    ),
+)
+rules_app = typer.Typer(help="Validate and list rule files.", rich_markup_mode=None)
+app.add_typer(rules_app, name="rules")
+
+CheckOpt = Annotated[
+    list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")
+]
+SkipOpt = Annotated[list[str] | None, typer.Option("--skip", help="Skip this check (repeatable).")]
+OutputOpt = Annotated[
+    list[str] | None,
+    typer.Option("--output", "-o", help="table|text|json[=PATH]|junit=PATH|prom=DIR (repeatable)."),
+]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show evidence.")]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Deadline of each check, seconds.")
+]
+RunTimeoutOpt = Annotated[float | None, typer.Option("--run-timeout", help="Deadline of the run.")]
+SampleOpt = Annotated[
+    float | None, typer.Option("--sample-seconds", help="GPU sampling window, seconds.")
+]
+ExpectOpt = Annotated[int | None, typer.Option("--expect-gpus", help="GPUs this node must have.")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Hardware profile name.")]
+RulesOpt = Annotated[
+    list[Path] | None, typer.Option("--rules", help="Extra rule directory or file (repeatable).")
+]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Site config file.")]
+FromOpt = Annotated[
+    str | None, typer.Option("--from", help="Replay a node bundle (directory or .tar.gz).")
+]
+TrtOpt = Annotated[
+    list[str] | None,
+    typer.Option("--trt-log", help="TensorRT build log path or glob (repeatable)."),
+]
+LoadOpt = Annotated[bool, typer.Option("--load", help="Keep the GPUs busy while sampling.")]
+SysRootOpt = Annotated[str | None, typer.Option("--sys-root", help="sysfs root (default /sys).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sitscheck {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(
+    ctx: typer.Context,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:
+        run()
+
+
+@app.command()
+def run(
+    check: CheckOpt = None,
+    skip: SkipOpt = None,
+    output: OutputOpt = None,
+    verbose: VerboseOpt = False,
+    timeout: TimeoutOpt = None,
+    run_timeout: RunTimeoutOpt = None,
+    sample_seconds: SampleOpt = None,
+    expect_gpus: ExpectOpt = None,
+    profile: ProfileOpt = None,
+    rules: RulesOpt = None,
+    config: ConfigOpt = None,
+    bundle: FromOpt = None,
+    trt_log: TrtOpt = None,
+    load: LoadOpt = False,
+    sys_root: SysRootOpt = None,
+) -> None:
+    """Run the checks once, print the report, exit with its status."""
+    overrides: dict[str, Any] = {
+        "checks": check or None,
+        "skip": skip or None,
+        "check_timeout_s": timeout,
+        "run_timeout_s": run_timeout,
+        "sample_seconds": sample_seconds,
+        "expect_gpus": expect_gpus,
+        "profile": profile,
+        "rules_dirs": rules or None,
+        "trt_logs": trt_log or None,
+        "load": load or None,
+        "verbose": verbose or None,
+        "sys_root": sys_root,
+    }
+    raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [])))
+
+
+def _run(
+    overrides: dict[str, Any], config_path: Path | None, bundle: str | None, outputs: list[str]
+) -> int:
+    from .app import RunRequest, execute
+    from .report.outputs import deliver, parse_outputs
+
+    config = _config(overrides, config_path)
+    specs = parse_outputs(outputs)
+    report = execute(RunRequest(config, bundle))
+    deliver(report, specs, config.verbose)
+    return report.exit_code
+
+
+def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
+    from .config import build_config, load_site_config
+
+    site = load_site_config(config_path)
+    return build_config(site, overrides, str(config_path or "options"))
+
+
+@app.command()
+def checks() -> None:
+    """List the checks, one line each."""
+
+    def body() -> int:
+        from .registry import BrokenCheck, discover
+
+        for found in discover():
+            if isinstance(found, BrokenCheck):
+                typer.echo(f"{found.name:<15} BROKEN: {found.error}")
+            else:
+                gpu = " [gpu]" if found.needs_gpu else ""
+                typer.echo(f"{found.name:<15} {found.layer.value:<9} {found.summary}{gpu}")
+        return 0
+
+    raise typer.Exit(_guarded(body))
+
+
+@app.command()
+def collect(
+    directory: Annotated[Path, typer.Argument(help="Folder to write the bundle into.")],
+    sample_seconds: SampleOpt = None,
+    load: LoadOpt = False,
+    trt_log: TrtOpt = None,
+    config: ConfigOpt = None,
+    sys_root: SysRootOpt = None,
+) -> None:
+    """Record this node's raw evidence as a bundle that `run --from` replays."""
+
+    def body() -> int:
+        from .app import live_options
+        from .collect import collect_bundle
+        from .sources.live import LiveSources
+
+        settings = _config(
+            {
+                "sample_seconds": sample_seconds,
+                "load": load or None,
+                "trt_logs": trt_log or None,
+                "sys_root": sys_root,
+            },
+            config,
+        )
+        sources = LiveSources(live_options(settings))
+        try:
+            summary = collect_bundle(sources, directory)
+        finally:
+            sources.close()
+        typer.echo(f"wrote {len(summary['written'])} files to {directory}")
+        for name, reason in summary["missing"].items():
+            typer.echo(f"  missing {name}: {reason}")
+        return 0
+
+    raise typer.Exit(_guarded(body))
+
+
+@rules_app.command("validate")
+def rules_validate(
+    files: Annotated[list[Path] | None, typer.Argument(help="Rule files (default: all).")] = None,
+) -> None:
+    """Load and validate rule files; errors name file and line."""
+
+    def body() -> int:
+        from .engine.loader import load_rules, rule_files
+
+        targets = list(files) if files else rule_files([])
+        ruleset = load_rules(targets)
+        typer.echo(f"ok: {len(ruleset.rules)} rules in {len(targets)} files")
+        return 0
+
+    raise typer.Exit(_guarded(body))
+
+
+@rules_app.command("list")
+def rules_list(
+    rules: RulesOpt = None,
+) -> None:
+    """List every rule with its scope, severity and source."""
+
+    def body() -> int:
+        from .engine.loader import load_rules, rule_files
+
+        ruleset = load_rules(rule_files(list(rules or [])))
+        for rule in ruleset.rules:
+            typer.echo(
+                f"{rule.id:<40} {rule.scope:<4} {rule.severity.value:<8} {rule.layer.value:<8} "
+                f"{rule.source or '-'}"
+            )
+        return 0
+
+    raise typer.Exit(_guarded(body))
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the JSON report."""
+    from .report.json_report import report_schema
+
+    typer.echo(report_schema(), nl=False)
+
+
+def _guarded(body: Any) -> int:
+    try:
+        result: int = body()
+        return result
+    except SitscheckError as exc:
+        typer.echo(f"sitscheck: {exc}", err=True)
+        return EXIT_UNKNOWN
+    except KeyboardInterrupt:
+        typer.echo("sitscheck: interrupted", err=True)
+        return EXIT_UNKNOWN
+
+
+def main() -> None:
+    app(prog_name="sitscheck")
+
+
+if __name__ == "__main__":
+    sys.exit(main())  # type: ignore[func-returns-value]

@@ -1,0 +1,83 @@
+"""Run configuration: command-line options over the site file over defaults.
+
+The site file is `/etc/sitscheck/config.yaml` (or `--config PATH`); its keys are the fields of
+`RunConfig`. Thresholds are not here: they live in rule files and profiles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+SITE_DIR = Path("/etc/sitscheck")
+SITE_CONFIG = SITE_DIR / "config.yaml"
+
+
+class OtlpSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    endpoint: str | None = None
+    protocol: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    certificate: str | None = None
+    timeout_s: float | None = None
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    check_timeout_s: float = Field(20.0, gt=0, description="deadline of each check")
+    run_timeout_s: float = Field(45.0, gt=0, description="deadline of the whole run")
+    command_timeout_s: float = Field(10.0, gt=0)
+    nvml_deadline_s: float = Field(5.0, gt=0)
+    sample_seconds: float = Field(3.0, ge=0, le=600)
+    expect_gpus: int | None = Field(None, ge=0)
+    profile: str | None = None
+    checks: list[str] = Field(default_factory=list)
+    skip: list[str] = Field(default_factory=list)
+    rules_dirs: list[Path] = Field(default_factory=list)
+    trt_logs: list[str] = Field(default_factory=list)
+    sys_root: str = "/sys"
+    state_dir: Path = Path("/var/lib/sitscheck")
+    load: bool = False
+    daemon: bool = False
+    verbose: bool = False
+    otlp: OtlpSettings = Field(default_factory=OtlpSettings)
+
+
+def load_site_config(path: Path | None) -> dict[str, Any]:
+    """The site file's settings; {} when the default file is absent. Errors name the file."""
+    target = path or SITE_CONFIG
+    if not target.exists():
+        if path is not None:
+            raise ConfigError(f"{target}: no such config file")
+        return {}
+    try:
+        data = yaml.safe_load(target.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{target}{line}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{target}: {exc.strerror}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{target}: expected a mapping of settings")
+    return data
+
+
+def build_config(site: dict[str, Any], overrides: dict[str, Any], source: str) -> RunConfig:
+    merged = {**site, **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return RunConfig(**merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from exc

@@ -1,0 +1,212 @@
+"""Evaluate rules over the checks' results: verdicts per node or per GPU.
+
+The engine never touches the host: its inputs are the check results, the profile and the
+params. A rule whose required check was skipped is SKIPPED; one whose check could not run,
+or whose expression reads a value that is missing (absent key, null), is UNKNOWN with the
+reason. Missing data never reads as healthy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import CheckResult, Device, Status, Verdict
+from .cel import CelEnvironment, render_message
+from .model import CompiledExpr, Profile, Rule, RuleSet
+
+PROFILE_REQUIREMENT = "profile"
+
+
+@dataclass(frozen=True)
+class Scope:
+    activation: Any  # CEL values
+    device: Device | None
+
+
+class _Missing(Exception):
+    pass
+
+
+def evaluate_rules(
+    ruleset: RuleSet,
+    results: list[CheckResult],
+    profile: Profile | None,
+    env: CelEnvironment,
+    node: dict[str, Any] | None = None,
+) -> list[Verdict]:
+    params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
+    base = build_activation(results, profile, params, node or {})
+    node_scope = Scope(env.to_cel(base), None)
+    gpu_scopes = [
+        Scope(env.to_cel({**base, "gpu": gpu}), _device(gpu)) for gpu in gpu_views(results)
+    ]
+    by_name = {r.name: r for r in results}
+    verdicts: list[Verdict] = []
+    for rule in ruleset.rules:
+        blocked = _blocked(rule, by_name, profile)
+        if blocked is not None:
+            verdicts.append(_verdict(rule, blocked[0], None, reason=blocked[1]))
+            continue
+        scopes = [node_scope] if rule.scope == "node" else gpu_scopes
+        verdicts.extend(_evaluate(rule, scopes, env))
+    return verdicts
+
+
+def build_activation(
+    results: list[CheckResult],
+    profile: Profile | None,
+    params: dict[str, Any],
+    node: dict[str, Any],
+) -> dict[str, Any]:
+    checks = {
+        r.name: {
+            "status": r.status.value,
+            "facts": r.facts,
+            "metrics": {m.name: m.value for m in r.metrics if not m.labels},
+            "findings": [f.code for f in r.findings],
+        }
+        for r in results
+    }
+    findings = [
+        {
+            "code": f.code,
+            "check": r.name,
+            "severity": f.severity.value,
+            "gpu": f.device.index if f.device and f.device.index is not None else -1,
+        }
+        for r in results
+        for f in r.findings
+    ]
+    return {
+        "checks": checks,
+        "findings": findings,
+        "profile": profile.data if profile else {},
+        "params": params,
+        "node": node,
+    }
+
+
+def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
+    """One record per GPU index: each check's `facts.gpus[]` entry for it, under the check name."""
+    views: dict[int, dict[str, Any]] = {}
+    for result in results:
+        for entry in result.facts.get("gpus") or []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+                continue
+            view = views.setdefault(entry["index"], {"index": entry["index"]})
+            view[result.name] = entry
+            if entry.get("pci_bus_id") and "pci_bus_id" not in view:
+                view["pci_bus_id"] = entry["pci_bus_id"]
+            if entry.get("name") and "name" not in view:
+                view["name"] = entry["name"]
+    return [views[i] for i in sorted(views)]
+
+
+def _device(gpu: dict[str, Any]) -> Device:
+    return Device(index=gpu.get("index"), pci_bus_id=gpu.get("pci_bus_id"), name=gpu.get("name"))
+
+
+def _blocked(
+    rule: Rule, by_name: dict[str, CheckResult], profile: Profile | None
+) -> tuple[Status, str] | None:
+    for name in rule.requires:
+        if name == PROFILE_REQUIREMENT:
+            if profile is None:
+                return Status.SKIPPED, "no hardware profile selected"
+            continue
+        result = by_name.get(name)
+        if result is None or result.status == Status.SKIPPED:
+            why = result.skip_reason if result and result.skip_reason else "not run"
+            return Status.SKIPPED, f"check {name} skipped: {why}"
+        if result.error is not None:
+            return Status.UNKNOWN, f"check {name} could not run: {result.error}"
+    return None
+
+
+def _evaluate(rule: Rule, scopes: list[Scope], env: CelEnvironment) -> list[Verdict]:
+    out: list[Verdict] = []
+    for scope in scopes:
+        try:
+            if rule.guard is not None and not _truth(rule.guard, scope, env):
+                continue
+            fired = _truth(rule.when, scope, env)
+        except _Missing as exc:
+            out.append(_verdict(rule, Status.UNKNOWN, scope.device, reason=str(exc)))
+            continue
+        if fired:
+            message = render_message(
+                rule.message, [_text(p, scope, env) for p in rule.placeholders]
+            )
+            out.append(_verdict(rule, rule.severity.as_status(), scope.device, message=message))
+    if not out:
+        out.append(_verdict(rule, Status.OK, None))
+    return out
+
+
+def _truth(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> bool:
+    value = _value(expr, scope, env)
+    if not isinstance(value, bool):
+        raise _Missing(f"{expr.text!r} gave {value!r}, not true/false")
+    return value
+
+
+def _value(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> Any:
+    try:
+        value = expr.program.evaluate(scope.activation)
+    except env.eval_errors as exc:
+        raise _Missing(f"cannot evaluate {expr.text!r}: {_reason(exc)}") from exc
+    except (TypeError, ValueError, KeyError, ZeroDivisionError, RecursionError) as exc:
+        raise _Missing(f"cannot evaluate {expr.text!r}: {exc}") from exc
+    if env.is_error(value):
+        raise _Missing(f"cannot evaluate {expr.text!r}: {_reason(value)}")
+    return _plain(value)
+
+
+def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> str:
+    try:
+        value = _value(expr, scope, env)
+    except _Missing:
+        return "?"
+    if isinstance(value, float):
+        return f"{value:.1f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.3g}"
+    return str(value)
+
+
+def _plain(value: Any) -> Any:
+    from celpy import celtypes
+
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType):
+        return float(value)
+    if isinstance(value, celtypes.StringType):
+        return str(value)
+    return value
+
+
+def _reason(exc: Any) -> str:
+    args = getattr(exc, "args", ())
+    return str(args[0]) if args else str(exc)
+
+
+def _verdict(
+    rule: Rule,
+    status: Status,
+    device: Device | None,
+    message: str | None = None,
+    reason: str | None = None,
+) -> Verdict:
+    return Verdict(
+        rule=rule.id,
+        status=status,
+        message=message or (rule.description or rule.id).strip().splitlines()[0],
+        layer=rule.layer,
+        device=device,
+        action=rule.action if status in (Status.WARNING, Status.CRITICAL) else None,
+        source=rule.source,
+        explains=list(rule.explains),
+        reason=reason,
+    )

@@ -1,0 +1,159 @@
+"""Load and validate rule files and hardware profiles, with file:line errors.
+
+Rule files (YAML): an optional `params` mapping (named thresholds any site file can override
+without copying a rule) and a `rules` list. Later files override earlier ones: a rule with
+the same `id` replaces it, and `params` keys are merged. Profiles (`profiles/*.yaml`)
+describe a GPU model: what the node should be, and params for its rules.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, get_args
+
+from ..errors import RuleError
+from ..models import Layer, Severity
+from .cel import CelEnvironment
+from .model import Profile, Rule, RuleSet, Scope
+from .yaml_lines import LinedDict, line_of, load_yaml
+
+RULE_KEYS = {
+    "id",
+    "scope",
+    "when",
+    "guard",
+    "severity",
+    "message",
+    "requires",
+    "action",
+    "source",
+    "layer",
+    "explains",
+    "description",
+}
+REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
+SEVERITIES = {"info", "warning", "critical"}
+
+
+def builtin_rules_dir() -> Path:
+    return Path(str(resources.files("sitscheck.rules")))
+
+
+def rule_files(dirs: list[Path]) -> list[Path]:
+    """Built-in rule files first, then each extra directory's (or file's) in name order."""
+    files = sorted(builtin_rules_dir().glob("*.yaml"))
+    for location in dirs:
+        if location.is_file():
+            files.append(location)
+        elif location.is_dir():
+            files.extend(sorted(location.glob("*.yaml")))
+    return files
+
+
+def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
+    env = env or CelEnvironment()
+    rules: dict[str, Rule] = {}
+    params: dict[str, Any] = {}
+    site_params: dict[str, Any] = {}
+    builtin = builtin_rules_dir().resolve()
+    for path in files:
+        data = load_yaml(path)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise RuleError(str(path), "a rule file is a mapping with `rules:` and/or `params:`", 1)
+        unknown = set(data) - {"rules", "params", "profile"}
+        if unknown:
+            key = sorted(unknown)[0]
+            raise RuleError(str(path), f"unknown top-level key {key!r}", line_of(data, key))
+        file_params = data.get("params") or {}
+        if not isinstance(file_params, dict):
+            raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
+        (params if path.resolve().parent == builtin else site_params).update(file_params)
+        entries = data.get("rules") or []
+        if not isinstance(entries, list):
+            raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
+        for position, entry in enumerate(entries):
+            rule = _rule(env, path, entry, line_of(entries, position))
+            rules[rule.id] = rule
+    return RuleSet(tuple(rules.values()), params, site_params, tuple(str(f) for f in files))
+
+
+def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
+    file = str(path)
+    if not isinstance(entry, LinedDict):
+        raise RuleError(file, "each rule is a mapping", line)
+    for key in entry:
+        if key not in RULE_KEYS:
+            raise RuleError(file, f"unknown rule key {key!r}", line_of(entry, key))
+    for key in REQUIRED_RULE_KEYS:
+        if key not in entry:
+            raise RuleError(file, f"rule is missing {key!r}", line)
+    rule_id = _text(entry, "id", file)
+    scope = entry.get("scope", "node")
+    if scope not in get_args(Scope):
+        raise RuleError(file, f"{rule_id}: scope must be node or gpu", line_of(entry, "scope"))
+    severity = entry["severity"]
+    if severity not in SEVERITIES:
+        raise RuleError(
+            file,
+            f"{rule_id}: severity must be one of {sorted(SEVERITIES)}",
+            line_of(entry, "severity"),
+        )
+    layer = entry.get("layer", "runtime")
+    if layer not in {item.value for item in Layer}:
+        raise RuleError(file, f"{rule_id}: unknown layer {layer!r}", line_of(entry, "layer"))
+    message = _text(entry, "message", file)
+    guard = entry.get("guard")
+    return Rule(
+        id=rule_id,
+        scope=scope,
+        when=env.compile(_text(entry, "when", file), file, line_of(entry, "when")),
+        guard=env.compile(str(guard), file, line_of(entry, "guard")) if guard else None,
+        severity=Severity(severity),
+        message=message,
+        placeholders=env.placeholders(message, file, line_of(entry, "message")),
+        file=file,
+        line=line,
+        requires=_names(entry, "requires", file),
+        action=entry.get("action"),
+        source=entry.get("source"),
+        layer=Layer(layer),
+        explains=_names(entry, "explains", file),
+        description=entry.get("description"),
+    )
+
+
+def _text(entry: LinedDict, key: str, file: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise RuleError(file, f"{key!r} must be a non-empty string", line_of(entry, key))
+    return value
+
+
+def _names(entry: LinedDict, key: str, file: str) -> tuple[str, ...]:
+    value = entry.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RuleError(file, f"{key!r} must be a list of names", line_of(entry, key))
+    return tuple(value)
+
+
+def load_profiles(dirs: list[Path]) -> dict[str, Profile]:
+    """Built-in profiles, then site ones (`profiles/*.yaml` in each extra dir) by name."""
+    folders = [builtin_rules_dir() / "profiles"] + [d / "profiles" for d in dirs if d.is_dir()]
+    profiles: dict[str, Profile] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.yaml")):
+            data = load_yaml(path)
+            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+                raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
+            params = data.get("params") or {}
+            if not isinstance(params, dict):
+                raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
+            base = profiles.get(data["name"])
+            merged = {**(base.data if base else {}), **data}
+            profiles[data["name"]] = Profile(
+                data["name"], str(path), merged, {**(base.params if base else {}), **params}
+            )
+    return profiles

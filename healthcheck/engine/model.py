@@ -1,0 +1,54 @@
+"""Rules and profiles as loaded: validated, with every CEL expression compiled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..models import Layer, Severity
+
+Scope = Literal["node", "gpu"]
+
+
+@dataclass(frozen=True)
+class CompiledExpr:
+    text: str
+    program: Any  # a celpy Runner
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    scope: Scope
+    when: CompiledExpr
+    severity: Severity
+    message: str
+    placeholders: tuple[CompiledExpr, ...]
+    file: str
+    line: int
+    requires: tuple[str, ...] = ()
+    action: str | None = None
+    source: str | None = None
+    layer: Layer = Layer.RUNTIME
+    explains: tuple[str, ...] = ()
+    description: str | None = None
+    guard: CompiledExpr | None = None
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    rules: tuple[Rule, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+    site_params: dict[str, Any] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def by_id(self, rule_id: str) -> Rule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    file: str
+    data: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,87 @@
+"""Load YAML safely and keep line numbers for messages.
+
+Aliases and anchors are refused (no billion-laughs expansion), the file size is capped, and
+only plain scalars, lists and mappings are built: each mapping and list remembers the line
+it starts on and the line of each entry, so a validation error names `file:line`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import RuleError
+
+MAX_YAML_BYTES = 1024 * 1024
+
+
+class LinedDict(dict[str, Any]):
+    line: int
+    key_lines: dict[str, int]
+
+
+class LinedList(list[Any]):
+    line: int
+    item_lines: list[int]
+
+
+def load_yaml(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RuleError(str(path), f"cannot read: {exc.strerror}") from exc
+    if len(raw) > MAX_YAML_BYTES:
+        raise RuleError(str(path), f"larger than {MAX_YAML_BYTES} bytes; refused")
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = event.start_mark.line + 1 if event.start_mark else None
+                raise RuleError(str(path), "YAML anchors/aliases are not allowed", line)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RuleError(str(path), f"not valid YAML: {problem}", line) from exc
+    return None if node is None else _build(path, node)
+
+
+def _build(path: Path, node: yaml.Node) -> Any:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        mapping = LinedDict()
+        mapping.line = line
+        mapping.key_lines = {}
+        for key_node, value_node in node.value:
+            key = _build(path, key_node)
+            if not isinstance(key, str):
+                raise RuleError(
+                    str(path), "mapping keys must be strings", key_node.start_mark.line + 1
+                )
+            if key in mapping:
+                raise RuleError(str(path), f"duplicate key {key!r}", key_node.start_mark.line + 1)
+            mapping[key] = _build(path, value_node)
+            mapping.key_lines[key] = key_node.start_mark.line + 1
+        return mapping
+    if isinstance(node, yaml.SequenceNode):
+        items = LinedList(_build(path, child) for child in node.value)
+        items.line = line
+        items.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return items
+    constructor = yaml.SafeLoader("")
+    return constructor.construct_object(node, deep=True)
+
+
+def line_of(container: Any, key: str | int | None = None, default: int = 1) -> int:
+    if isinstance(container, LinedDict):
+        if isinstance(key, str) and key in container.key_lines:
+            return container.key_lines[key]
+        return container.line
+    if isinstance(container, LinedList):
+        if isinstance(key, int) and 0 <= key < len(container.item_lines):
+            return container.item_lines[key]
+        return container.line
+    return default

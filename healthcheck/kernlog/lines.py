@@ -1,0 +1,236 @@
+"""Split raw kernel-log lines into their message and the prefixes tools put in front of it.
+
+Pure: no I/O, no global state beyond compiled patterns. Every form a kernel message reaches a
+node's logs in is accepted and reduced to the message the kernel printed (`body`), the
+timestamp text as the tool gave it (`time`), the /dev/kmsg sequence number (`seq`) and the
+printk caller id (`caller`):
+
+- plain `dmesg`            ``[  123.456789] msg``
+- `dmesg -T`               ``[Mon Aug  5 03:54:13 2024] msg`` (any locale's day/month names)
+- `dmesg -H`               ``[Aug30 11:11] msg`` and ``[  +0.000316] msg``
+- `dmesg -x`               ``kern  :err   : [  123.456789] msg``
+- `dmesg --time-format=iso` ``2024-08-30T11:43:09,123456+00:00 msg``
+- printk caller ids        ``[  T291]`` / ``[C3]`` before or after the timestamp
+- syslog / journald        ``Sep 19 16:18:02 host kernel: [68183.615790] msg`` (hostname
+  optional, ISO-8601 timestamps, non-English month names, `kernel[0]:` tags)
+- journald monotonic       ``[  123.456789] host kernel: msg``
+- bare tag                 ``kernel: msg``
+- console level            ``<4>[  123.456789] msg``
+- raw /dev/kmsg records    ``6,1234,5678901,-;msg`` / ``6,1234,5678901,-,caller=T12;msg``,
+  whose ``\\x0a``-escaped lines are split and whose ` KEY=value` dictionary lines are dropped.
+
+Where a line carries both a wall-clock (syslog) and a kernel timestamp, `time` is the kernel's
+own (innermost) one; the syslog one is used when it is the only one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["KernelLine", "iter_kernel_lines", "split_kernel_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLine:
+    """One kernel message line with every log-tool prefix stripped."""
+
+    body: str
+    time: str | None = None
+    seq: int | None = None
+    caller: str | None = None
+
+
+# /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,caller=T12][,more];message"
+_KMSG = re.compile(r"(\d{1,4}),(\d+),(\d+),[^;,]*((?:,[^;,]*)*);")
+_KMSG_CALLER = re.compile(r"caller=([TC]\d+)")
+# a /dev/kmsg dictionary continuation line: " SUBSYSTEM=pci", " DEVICE=+pci:0000:01:00.0"
+_KMSG_DICT = re.compile(r" [A-Z][A-Z0-9_]*=")
+
+_LETTERS = r"[^\W\d_]+\.?"  # a month/day name in any language ("Sep", "фев", "Mai", "févr.")
+_CLOCK = r"\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"
+_ISO = r"\d{4}-\d{2}-\d{2}[T ]" + _CLOCK + r"(?:Z|[+-]\d{2}:?\d{2})?"
+_TAG = r"(?:(?P<host>\S+)\s+)?kernel(?:\[\d+\])?:(?: |$)"
+
+# "Sep 19 16:18:02[.123456] [host] kernel: "  (journalctl short/short-precise, rsyslog)
+_SYSLOG = re.compile(r"(?P<ts>" + _LETTERS + r"\s+\d{1,2}\s+" + _CLOCK + r")\s+" + _TAG)
+# "Thu 2024-09-19 16:18:02 CEST [host] kernel: "  (journalctl -o short-full)
+_SYSLOG_FULL = re.compile(
+    r"(?P<ts>" + _LETTERS + r"\s+\d{4}-\d{2}-\d{2}\s+" + _CLOCK + r"(?:\s+[A-Z]{2,5})?)\s+" + _TAG
+)
+# ISO-8601 stamp, then either "[host] kernel: " (rsyslog/journalctl -o short-iso) or the message
+_ISO_STAMP = re.compile(r"(?P<ts>" + _ISO + r")(?: |$)")
+_HOST_TAG = re.compile(_TAG)
+# dmesg -x: "kern  :err   : "
+_FACILITY = re.compile(
+    r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res\d|local[0-7])"
+    r"\s*:(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:(?: |$)"
+)
+# contents of a [...] group that is a timestamp rather than part of the message
+_BRACKET_TIME = re.compile(
+    r"\s*\+?\d+(?:[.,]\d+)?\s*"  # [  123.456789]  [  +0.000316]
+    r"|\s*" + _LETTERS + r"\s+" + _LETTERS + r"\s+\d{1,2}\s+" + _CLOCK + r"\s+\d{4}\s*"  # -T
+    r"|\s*" + _LETTERS + r"\s*\d{1,2}\s+\d{1,2}:\d{2}(?::\d{2})?\s*"  # -H "[Aug30 11:11]"
+    r"|\s*" + _ISO + r"\s*"
+)
+_BRACKET_CALLER = re.compile(r"\s*([TC]\d+)\s*")
+_LEVEL = re.compile(r"<\d{1,3}>")
+
+_MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
+
+
+def split_kernel_line(raw: str) -> KernelLine | None:
+    """Split one raw line; None for a line that carries no message (kmsg dictionary lines)."""
+    line = raw.rstrip("\r\n")
+    if not line:
+        return KernelLine(body="")
+    first = line[0]
+    if first.isdigit():
+        record = _split_kmsg(line)
+        if record is not None:
+            return record
+    elif first == " " or first == "\t":
+        if _KMSG_DICT.match(line):
+            return None
+        line = line.lstrip()
+    return _split_prefixed(line)
+
+
+def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
+    """Stream `KernelLine`s from raw lines: newlines and NUL bytes stripped, garbage tolerated."""
+    for raw in lines:
+        if "\x00" in raw:
+            raw = raw.replace("\x00", "")
+        record = split_kernel_line(raw)
+        if record is None:
+            continue
+        if record.seq is not None and "\\x0a" in record.body:
+            yield from _split_escaped_newlines(record)
+        else:
+            yield record
+
+
+def _split_escaped_newlines(record: KernelLine) -> Iterator[KernelLine]:
+    """A /dev/kmsg record holding several printed lines (escaped as \\x0a): one line each."""
+    for part in record.body.split("\\x0a"):
+        if part:
+            yield KernelLine(body=part, time=record.time, seq=record.seq, caller=record.caller)
+
+
+def _split_kmsg(line: str) -> KernelLine | None:
+    match = _KMSG.match(line)
+    if match is None:
+        return None
+    caller_match = _KMSG_CALLER.search(match.group(4)) if match.group(4) else None
+    return KernelLine(
+        body=line[match.end() :],
+        time=match.group(3),
+        seq=int(match.group(2)),
+        caller=caller_match.group(1) if caller_match else None,
+    )
+
+
+class _Prefixes:
+    """What stripping has found so far on one line."""
+
+    __slots__ = ("caller", "kernel_time", "wall_time")
+
+    def __init__(self) -> None:
+        self.kernel_time: str | None = None
+        self.wall_time: str | None = None
+        self.caller: str | None = None
+
+
+def _split_prefixed(line: str) -> KernelLine:
+    found = _Prefixes()
+    rest = line
+    for _ in range(_MAX_PREFIXES):
+        stripped = _strip_one(rest, found)
+        if stripped is None:
+            break
+        rest = stripped
+    time = found.kernel_time if found.kernel_time is not None else found.wall_time
+    return KernelLine(body=rest, time=time, caller=found.caller)
+
+
+def _strip_one(rest: str, found: _Prefixes) -> str | None:
+    """Strip the outermost prefix of `rest` into `found`; None when there is none."""
+    if not rest:
+        return None
+    first = rest[0]
+    if first == "[":
+        return _strip_bracket(rest, found)
+    if first == "<":
+        level = _LEVEL.match(rest)
+        return rest[level.end() :] if level else None
+    if first.isdigit():
+        return _strip_iso(rest, found)
+    if first.isalpha():
+        return _strip_word_prefix(rest, found)
+    return None
+
+
+def _strip_bracket(rest: str, found: _Prefixes) -> str | None:
+    end = rest.find("]", 1, 64)
+    if end < 0:
+        return None
+    content = rest[1:end]
+    after = rest[end + 1 :]
+    if _is_number(content) or _BRACKET_TIME.fullmatch(content):
+        if found.kernel_time is None:
+            found.kernel_time = content.strip()
+        return _after_kernel_stamp(after, found)
+    caller = _BRACKET_CALLER.fullmatch(content)
+    if caller is not None:
+        found.caller = caller.group(1)
+        return after[1:] if after.startswith(" ") else after
+    return None
+
+
+def _is_number(content: str) -> bool:
+    """Cheap test for the plain `dmesg` stamp "  123.456789" (also "+0.000316")."""
+    digits = content.lstrip(" +").replace(".", "", 1)
+    return digits.isdigit()
+
+
+def _after_kernel_stamp(after: str, found: _Prefixes) -> str:
+    """After a kernel stamp: one separator space, and a journald monotonic "host kernel: "."""
+    if after.startswith(" "):
+        after = after[1:]
+    if found.wall_time is None and " kernel" in after[:80]:
+        tag = _HOST_TAG.match(after)
+        if tag is not None and tag.group("host") is not None:
+            return after[tag.end() :]
+    return after
+
+
+def _strip_iso(rest: str, found: _Prefixes) -> str | None:
+    match = _ISO_STAMP.match(rest)
+    if match is None:
+        return None
+    after = rest[match.end() :]
+    tag = _HOST_TAG.match(after) if " kernel" in after[:80] or after.startswith("kernel") else None
+    if tag is not None:
+        found.wall_time = match.group("ts")
+        return after[tag.end() :]
+    found.kernel_time = found.kernel_time or match.group("ts")
+    return after
+
+
+def _strip_word_prefix(rest: str, found: _Prefixes) -> str | None:
+    if rest.startswith("kernel:"):
+        return rest[8:] if rest.startswith("kernel: ") else rest[7:]
+    head = rest[:12]
+    if ":" in head and " " not in head[:4]:
+        facility = _FACILITY.match(rest)
+        if facility is not None:
+            return rest[facility.end() :]
+    if ":" not in rest[6:40] or found.wall_time is not None:
+        return None
+    for pattern in (_SYSLOG, _SYSLOG_FULL):
+        match = pattern.match(rest)
+        if match is not None:
+            found.wall_time = match.group("ts")
+            return rest[match.end() :]
+    return None

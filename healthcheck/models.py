@@ -1,0 +1,171 @@
+"""The report model: what a run found, as scripts and reporters read it.
+
+The JSON report is these models dumped as they are; `schema/report.schema.json` is generated
+from them and published. Field names are a contract: add, never rename.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+
+class Status(str, Enum):
+    """Status of a check, a rule verdict or a whole run; exit codes are Nagios's."""
+
+    OK = "ok"
+    WARNING = "warning"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+    @property
+    def exit_code(self) -> int:
+        return _EXIT_CODES[self]
+
+    @property
+    def rank(self) -> int:
+        """How bad: a run's status is the worst rank among its parts."""
+        return _RANKS[self]
+
+
+_EXIT_CODES = {
+    Status.OK: 0,
+    Status.SKIPPED: 0,
+    Status.WARNING: 1,
+    Status.CRITICAL: 2,
+    Status.UNKNOWN: 3,
+}
+# A node whose health could not be established is worse than one with a known warning:
+# critical > unknown > warning > ok > skipped.
+_RANKS = {
+    Status.SKIPPED: 0,
+    Status.OK: 1,
+    Status.WARNING: 2,
+    Status.UNKNOWN: 3,
+    Status.CRITICAL: 4,
+}
+
+
+def worst(statuses: list[Status], default: Status = Status.OK) -> Status:
+    """The worst of several statuses; `default` when there are none."""
+    return max(statuses, key=lambda s: s.rank, default=default)
+
+
+class Severity(str, Enum):
+    """Severity of a finding. `info` is shown but never changes a status."""
+
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"
+
+    def as_status(self) -> Status:
+        return {
+            Severity.INFO: Status.OK,
+            Severity.WARNING: Status.WARNING,
+            Severity.CRITICAL: Status.CRITICAL,
+            Severity.UNKNOWN: Status.UNKNOWN,
+        }[self]
+
+
+class Layer(str, Enum):
+    """The three layers of a diagnosis: a lower layer explains symptoms above it."""
+
+    HARDWARE = "hardware"
+    DRIVER = "driver"
+    RUNTIME = "runtime"
+
+
+class Device(BaseModel):
+    """The GPU (or port) a finding concerns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int | None = None
+    pci_bus_id: str | None = None
+    name: str | None = None
+
+
+class Evidence(BaseModel):
+    """Where a finding came from: the source, the command/path/NVML call, a capped excerpt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    ref: str | None = None
+    excerpt: str | None = None
+
+
+class Finding(BaseModel):
+    code: str
+    severity: Severity
+    message: str
+    device: Device | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    action: str | None = None
+
+
+class Metric(BaseModel):
+    name: str
+    value: float
+    unit: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class CheckResult(BaseModel):
+    name: str
+    layer: Layer = Layer.RUNTIME
+    status: Status
+    duration_s: float = 0.0
+    error: str | None = None
+    skip_reason: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    metrics: list[Metric] = Field(default_factory=list)
+    facts: dict[str, Any] = Field(default_factory=dict)
+    not_judged: list[str] = Field(
+        default_factory=list, description="Judgements the check could not make, with why."
+    )
+
+
+class Verdict(BaseModel):
+    """A rule's outcome: for one node or one GPU."""
+
+    rule: str
+    status: Status
+    message: str
+    layer: Layer = Layer.RUNTIME
+    device: Device | None = None
+    action: str | None = None
+    source: str | None = None
+    explains: list[str] = Field(
+        default_factory=list, description="Codes of findings/rules this verdict is the cause of."
+    )
+    explained_by: list[str] = Field(default_factory=list)
+    reason: str | None = Field(default=None, description="Why unknown or skipped.")
+
+
+class Report(BaseModel):
+    schema_version: str = SCHEMA_VERSION
+    sitscheck_version: str
+    host: str
+    started_at: str
+    duration_s: float
+    status: Status
+    headline: str
+    mode: str = Field(description="live, or replay of a bundle")
+    bundle: str | None = None
+    profile: str | None = None
+    checks: list[CheckResult]
+    verdicts: list[Verdict] = Field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return self.status.exit_code
+
+    def check(self, name: str) -> CheckResult | None:
+        return next((c for c in self.checks if c.name == name), None)

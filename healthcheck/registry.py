@@ -1,0 +1,56 @@
+"""Find checks through entry points (group `sitscheck.checks`); built-ins register the same way.
+
+A plugin that fails to load is kept as a `BrokenCheck`, which the runner reports as UNKNOWN:
+one bad plugin never takes the run down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+
+from .check import Check
+
+GROUP = "sitscheck.checks"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenCheck:
+    name: str
+    error: str
+
+
+def discover(group: str = GROUP) -> list[Check | BrokenCheck]:
+    found: list[Check | BrokenCheck] = []
+    seen: set[str] = set()
+    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+        if entry.name in seen:
+            continue
+        seen.add(entry.name)
+        found.append(_load(entry))
+    return found
+
+
+def _load(entry: EntryPoint) -> Check | BrokenCheck:
+    try:
+        target = entry.load()
+        check = target() if isinstance(target, type) else target
+    except Exception as exc:
+        return BrokenCheck(entry.name, f"plugin {entry.value} failed to load: {exc}")
+    if not isinstance(check, Check):
+        return BrokenCheck(entry.name, f"plugin {entry.value} does not provide the check contract")
+    return check
+
+
+def select(
+    checks: list[Check | BrokenCheck], only: list[str], skip: list[str]
+) -> list[Check | BrokenCheck]:
+    names = {c.name for c in checks}
+    unknown = sorted((set(only) | set(skip)) - names)
+    if unknown:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            f"no such check: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
+        )
+    return [c for c in checks if (not only or c.name in only) and c.name not in skip]

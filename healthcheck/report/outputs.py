@@ -1,0 +1,97 @@
+"""Where a report goes: `--output NAME[=PATH]`, several allowed.
+
+`table` (rich on a TTY, plain text otherwise), `text`, `json`; further reporters come from
+entry points in group `sitscheck.reporters` (a callable `render(report, verbose) -> str`).
+With `=PATH` the output is written atomically to that file (0640); a reporter that writes a
+directory (`prom=DIR`) names its own file inside it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..models import Report
+
+Renderer = Callable[[Report, bool], str]
+REPORT_FILE_MODE = 0o640
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    name: str
+    path: Path | None = None
+
+
+def parse_outputs(values: list[str]) -> list[OutputSpec]:
+    specs = []
+    for value in values or ["table"]:
+        name, _, path = value.partition("=")
+        name = name.strip().lower()
+        if not name:
+            raise ConfigError(f"--output {value!r}: expected NAME or NAME=PATH")
+        renderer_for(name)  # refuse unknown names before the run starts
+        specs.append(OutputSpec(name, Path(path) if path else None))
+    return specs
+
+
+def renderer_for(name: str) -> Renderer:
+    if name in ("table", "text"):
+        from .table import render_rich, render_text
+
+        def table(report: Report, verbose: bool) -> str:
+            if name == "table" and sys.stdout.isatty():
+                return render_rich(report, verbose)
+            return render_text(report, verbose)
+
+        return table
+    if name == "json":
+        from .json_report import render_json
+
+        return lambda report, _verbose: render_json(report)
+    for entry in entry_points(group="sitscheck.reporters"):
+        if entry.name == name:
+            loaded: Renderer = entry.load()
+            return loaded
+    plugins = sorted(e.name for e in entry_points(group="sitscheck.reporters"))
+    known = ["table", "text", "json", *plugins]
+    raise ConfigError(f"unknown output {name!r} (known: {', '.join(known)})")
+
+
+def deliver(report: Report, specs: list[OutputSpec], verbose: bool) -> None:
+    for spec in specs:
+        text = renderer_for(spec.name)(report, verbose)
+        if spec.path is None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            target = spec.path / f"sitscheck.{spec.name}" if spec.path.is_dir() else spec.path
+            write_atomic(target, text)
+
+
+def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        with_suppressed_unlink(temp)
+        raise
+
+
+def with_suppressed_unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,139 @@
+"""The terminal report: a rich table on a TTY, plain aligned text otherwise.
+
+Order follows the diagnosis: the headline first, then root causes (verdicts that explain
+others) with their symptoms under them, then each check. `verbose` adds evidence and facts
+counts; the report never hides a check that could not run.
+"""
+
+from __future__ import annotations
+
+import io
+
+from ..models import CheckResult, Finding, Layer, Report, Status, Verdict
+
+_LAYER_ORDER = {Layer.HARDWARE: 0, Layer.DRIVER: 1, Layer.RUNTIME: 2}
+_MARK = {
+    Status.OK: "ok",
+    Status.WARNING: "WARN",
+    Status.CRITICAL: "CRIT",
+    Status.UNKNOWN: "UNKNOWN",
+    Status.SKIPPED: "skip",
+}
+_STYLE = {
+    Status.OK: "green",
+    Status.WARNING: "yellow",
+    Status.CRITICAL: "bold red",
+    Status.UNKNOWN: "magenta",
+    Status.SKIPPED: "dim",
+}
+
+
+def render_text(report: Report, verbose: bool = False) -> str:
+    lines = [report.headline, _context(report), ""]
+    lines.extend(_diagnosis_lines(report))
+    lines.append("checks:")
+    for check in report.checks:
+        lines.extend(_check_lines(check, verbose))
+    unjudged = [v for v in report.verdicts if v.status == Status.UNKNOWN]
+    if unjudged:
+        lines.append("")
+        lines.append("not judged:")
+        lines.extend(f"  {v.rule}{_on(v)}: {v.reason}" for v in unjudged)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_rich(report: Report, verbose: bool = False, width: int | None = None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=width or 120)
+    console.print(Text(report.headline, style=_STYLE[report.status]))
+    console.print(Text(_context(report), style="dim"))
+    for line in _diagnosis_lines(report):
+        console.print(line, markup=False, highlight=False)
+    table = Table(show_header=True, header_style="bold", expand=False)
+    for column in ("check", "status", "time", "details"):
+        table.add_column(column)
+    for check in report.checks:
+        details = "\n".join(line.strip() for line in _check_lines(check, verbose)[1:])
+        table.add_row(
+            check.name,
+            Text(_MARK[check.status], style=_STYLE[check.status]),
+            f"{check.duration_s:.2f}s",
+            details,
+        )
+    console.print(table)
+    return buffer.getvalue()
+
+
+def _context(report: Report) -> str:
+    where = f"bundle {report.bundle}" if report.bundle else "live"
+    profile = report.profile or "no profile"
+    return (
+        f"host {report.host} · {where} · {profile} · {report.duration_s:.2f}s · {report.started_at}"
+    )
+
+
+def _diagnosis_lines(report: Report) -> list[str]:
+    fired = [v for v in report.verdicts if v.status in (Status.WARNING, Status.CRITICAL)]
+    if not fired:
+        return []
+    roots = [v for v in fired if not v.explained_by]
+    roots.sort(key=lambda v: (_LAYER_ORDER[v.layer], -v.status.rank))
+    lines = ["diagnosis (root cause first):"]
+    for root in roots:
+        lines.append(f"  [{_MARK[root.status]}] {root.layer.value}: {root.message}{_on(root)}")
+        if root.action:
+            lines.append(f"      action: {root.action}")
+        for symptom in fired:
+            if root.rule in symptom.explained_by:
+                lines.append(
+                    f"      explains [{_MARK[symptom.status]}] {symptom.message}{_on(symptom)}"
+                )
+    lines.append("")
+    return lines
+
+
+def _check_lines(check: CheckResult, verbose: bool) -> list[str]:
+    head = f"  [{_MARK[check.status]}] {check.name} ({check.duration_s:.2f}s)"
+    lines = [head]
+    if check.skip_reason:
+        lines.append(f"      skipped: {check.skip_reason}")
+    if check.error:
+        lines.append(f"      error: {check.error}")
+    for finding in check.findings:
+        lines.extend(_finding_lines(finding, verbose))
+    for note in check.not_judged:
+        lines.append(f"      not judged: {note}")
+    if verbose and check.metrics:
+        lines.append(f"      metrics: {len(check.metrics)}")
+    return lines
+
+
+def _finding_lines(finding: Finding, verbose: bool) -> list[str]:
+    device = ""
+    if finding.device is not None:
+        parts = [
+            f"GPU {finding.device.index}" if finding.device.index is not None else None,
+            finding.device.pci_bus_id,
+        ]
+        device = " [" + " ".join(p for p in parts if p) + "]"
+    lines = [f"      {finding.severity.value}: {finding.code}{device}: {finding.message}"]
+    if finding.action:
+        lines.append(f"        action: {finding.action}")
+    if verbose:
+        for evidence in finding.evidence:
+            ref = f" {evidence.ref}" if evidence.ref else ""
+            lines.append(f"        evidence: {evidence.source}{ref}")
+            if evidence.excerpt:
+                lines.extend(f"          | {row}" for row in evidence.excerpt.splitlines()[:10])
+    return lines
+
+
+def _on(verdict: Verdict) -> str:
+    if verdict.device is None:
+        return ""
+    bus = f" {verdict.device.pci_bus_id}" if verdict.device.pci_bus_id else ""
+    return f" (GPU {verdict.device.index}{bus})"

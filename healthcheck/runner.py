@@ -1,0 +1,124 @@
+"""Run the selected checks concurrently, each under its own deadline and the run's deadline.
+
+Each check runs on a daemon thread: one that overruns is reported UNKNOWN ("timed out") and
+abandoned, never waited on, so a hung probe costs its deadline and nothing more.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from .check import Check, CheckContext, CheckOutput
+from .config import RunConfig
+from .errors import ProbeError
+from .models import CheckResult, Finding, Layer, Severity, Status, worst
+from .registry import BrokenCheck
+from .sources.base import Sources
+
+
+@dataclass
+class _Slot:
+    check: Check
+    deadline: float
+    thread: threading.Thread = field(init=False)
+    output: CheckOutput | None = None
+    crash: str | None = None
+    duration_s: float = 0.0
+
+
+def run_checks(
+    checks: list[Check | BrokenCheck], sources: Sources, config: RunConfig
+) -> list[CheckResult]:
+    started = time.monotonic()
+    run_deadline = started + config.run_timeout_s
+    results: dict[str, CheckResult] = {}
+    slots: list[_Slot] = []
+    for check in checks:
+        if isinstance(check, BrokenCheck):
+            results[check.name] = CheckResult(
+                name=check.name, status=Status.UNKNOWN, error=check.error
+            )
+            continue
+        skip = _skip_reason(check, sources, config)
+        if skip is not None:
+            results[check.name] = CheckResult(
+                name=check.name, layer=check.layer, status=Status.SKIPPED, skip_reason=skip
+            )
+            continue
+        deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
+        slot = _Slot(check, deadline)
+        slot.thread = threading.Thread(
+            target=_execute, args=(slot, sources, config), daemon=True, name=f"check-{check.name}"
+        )
+        slots.append(slot)
+    for slot in slots:
+        slot.thread.start()
+    for slot in slots:
+        slot.thread.join(timeout=max(slot.deadline - time.monotonic(), 0.0))
+        results[slot.check.name] = _result(slot, time.monotonic() - started)
+    return [results[c.name] for c in checks]
+
+
+def _skip_reason(check: Check, sources: Sources, config: RunConfig) -> str | None:
+    try:
+        return check.applicable(sources, config)
+    except Exception as exc:
+        return f"could not decide whether it applies: {exc}"
+
+
+def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
+    began = time.monotonic()
+    try:
+        slot.output = slot.check.collect(CheckContext(sources, config, slot.deadline))
+    except ProbeError as exc:
+        slot.crash = str(exc)
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1:]
+        where = f" at {frame[0].filename.rsplit('/', 1)[-1]}:{frame[0].lineno}" if frame else ""
+        slot.crash = f"internal error{where}: {type(exc).__name__}: {exc}"
+    slot.duration_s = time.monotonic() - began
+
+
+def _result(slot: _Slot, elapsed: float) -> CheckResult:
+    check = slot.check
+    if slot.thread.is_alive():
+        return CheckResult(
+            name=check.name,
+            layer=check.layer,
+            status=Status.UNKNOWN,
+            duration_s=round(elapsed, 3),
+            error=f"timed out: no result within its deadline ({elapsed:.1f}s)",
+        )
+    if slot.output is None:
+        return CheckResult(
+            name=check.name,
+            layer=check.layer,
+            status=Status.UNKNOWN,
+            duration_s=round(slot.duration_s, 3),
+            error=slot.crash or "no result",
+        )
+    out = slot.output
+    return CheckResult(
+        name=check.name,
+        layer=check.layer,
+        status=status_of(out.findings, out.error),
+        duration_s=round(slot.duration_s, 3),
+        error=out.error,
+        findings=out.findings,
+        metrics=out.metrics,
+        facts=out.facts,
+        not_judged=out.not_judged,
+    )
+
+
+def status_of(findings: list[Finding], error: str | None) -> Status:
+    statuses = [f.severity.as_status() for f in findings]
+    if error is not None:
+        statuses.append(Status.UNKNOWN)
+    return worst(statuses, Status.OK)
+
+
+__all__ = ["Layer", "Severity", "run_checks", "status_of"]

@@ -1,0 +1,69 @@
+"""What a check may ask of the node: the `Sources` contract, served live or from a bundle.
+
+Checks reach the host only through this interface, so the same check code runs on a live
+node and on a replayed bundle. Every method answers with the evidence or with the reason it
+is missing; none raises for an absent input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from .files import FileTree
+
+DriverState = Literal["present", "absent", "not_loaded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A named piece of evidence: its text, or why there is none."""
+
+    name: str
+    text: str | None
+    ref: str
+    reason: str | None = None
+    truncated: bool = False
+
+    @property
+    def available(self) -> bool:
+        return self.text is not None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLogStream:
+    """Where the kernel log came from and its lines (read lazily, once)."""
+
+    ref: str
+    lines: Iterator[str] | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DriverProbe:
+    state: DriverState
+    detail: str
+
+
+class Sources(Protocol):
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def sysfs(self) -> FileTree: ...
+
+    def driver(self) -> DriverProbe: ...
+
+    def artifact(self, name: str) -> Artifact: ...
+
+    def kernel_log(self) -> KernelLogStream: ...
+
+    def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
+        """The NVML snapshot (nvml.json's content) or None and the reason."""
+        ...
+
+    def trt_logs(self) -> list[Path]: ...
+
+    def meta(self) -> dict[str, Any]: ...

@@ -1,0 +1,432 @@
+"""Read every GPU through NVML once per run: inventory, counters, and a sampled window.
+
+The result is a plain JSON-able dict, the content of a bundle's `nvml.json` (format
+`sitscheck-nvml`, version 1), so the GPU checks are pure functions of it, live or replayed.
+All GPUs are sampled concurrently (one thread each), so an 8-GPU node takes as long as one.
+Every reading that is not a real value is recorded in the GPU's `unavailable` map with its
+state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...): missing is never zero.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from .nvml import Nvml, Reading
+
+FORMAT = "sitscheck-nvml"
+VERSION = 1
+
+# NVML enum values (stable across NVML versions; named here so the snapshot does not depend
+# on the binding exposing every constant).
+CLOCK_SM, CLOCK_MEM = 1, 2
+TEMP_GPU = 0
+THRESHOLD = {"shutdown_c": 0, "slowdown_c": 1, "mem_max_c": 2, "gpu_max_c": 3}
+ECC_CORRECTED, ECC_UNCORRECTED = 0, 1
+ECC_VOLATILE, ECC_AGGREGATE = 0, 1
+PCIE_TX, PCIE_RX = 0, 1
+NVLINK_MAX_LINKS = 18
+NVLINK_ERRORS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
+VIOLATION_POLICIES = {
+    "power": 0,
+    "thermal": 1,
+    "sync_boost": 2,
+    "board_limit": 3,
+    "low_utilization": 4,
+    "reliability": 5,
+}
+FIELD_MEMORY_TEMP = 82
+FIELD_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+P2P_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK
+GPM_METRICS = {"sm_util": 2, "sm_occupancy": 3, "tensor_active": 5, "dram_bw_util": 10}
+RETIRED_CAUSES = {"sbe": 0, "dbe": 1}
+TOPOLOGY_LEVELS = {
+    0: "internal",
+    10: "single",
+    20: "multiple",
+    30: "hostbridge",
+    40: "node",
+    50: "system",
+}
+
+
+class _Recorder:
+    """Collects one GPU's readings, noting every one that is not a value."""
+
+    def __init__(self, nvml: Nvml, gpu: dict[str, Any]) -> None:
+        self.nvml = nvml
+        self.gpu = gpu
+        self.unavailable: dict[str, str] = gpu.setdefault("unavailable", {})
+
+    def read(self, key: str, function: str, *args: Any) -> Any:
+        reading = self.nvml.read(function, *args)
+        return self.keep(key, reading)
+
+    def keep(self, key: str, reading: Reading[Any]) -> Any:
+        if reading.ok:
+            return reading.value
+        self.unavailable.setdefault(key, reading.state)
+        if reading.state in ("gpu_lost", "reset_required"):
+            self.gpu["lost"] = {"state": reading.state, "detail": reading.detail}
+        return None
+
+
+def collect_snapshot(
+    nvml: Nvml,
+    window_s: float,
+    interval_s: float = 0.2,
+    busy: Callable[[], dict[str, object]] | None = None,
+) -> dict[str, Any]:
+    """Inventory and sample every GPU. `busy`, when given, is started before sampling (--load)."""
+    snapshot: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "window_s": window_s,
+        "interval_s": interval_s,
+        "driver_version": _text(nvml.read("nvmlSystemGetDriverVersion").value),
+        "nvml_version": _text(nvml.read("nvmlSystemGetNVMLVersion").value),
+        "cuda_driver_version": nvml.read("nvmlSystemGetCudaDriverVersion").value,
+    }
+    count = nvml.read("nvmlDeviceGetCount")
+    snapshot["device_count"] = count.value
+    if not count.ok:
+        snapshot["error"] = count.detail
+        snapshot["gpus"] = []
+        return snapshot
+    handles: dict[int, Any] = {}
+    gpus: list[dict[str, Any]] = []
+    for index in range(int(count.value or 0)):
+        gpu: dict[str, Any] = {"index": index}
+        handle = nvml.read("nvmlDeviceGetHandleByIndex", index)
+        if not handle.ok:
+            gpu["lost"] = {"state": handle.state, "detail": handle.detail}
+        else:
+            handles[index] = handle.value
+        gpus.append(gpu)
+    snapshot["gpus"] = gpus
+    _each_gpu(gpus, handles, lambda g, h: _inventory(nvml, g, h))
+    snapshot["pairs"] = _pairs(nvml, handles)
+    if busy is not None:
+        snapshot["load"] = busy()
+    _each_gpu(gpus, handles, lambda g, h: _sample_window(nvml, g, h, window_s, interval_s))
+    return snapshot
+
+
+def _each_gpu(
+    gpus: list[dict[str, Any]], handles: dict[int, Any], work: Callable[[dict[str, Any], Any], None]
+) -> None:
+    threads = [
+        threading.Thread(target=work, args=(gpu, handles[gpu["index"]]), daemon=True)
+        for gpu in gpus
+        if gpu["index"] in handles and "lost" not in gpu
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
+    rec = _Recorder(nvml, gpu)
+    gpu["name"] = _text(rec.read("name", "nvmlDeviceGetName", handle))
+    gpu["uuid"] = _text(rec.read("uuid", "nvmlDeviceGetUUID", handle))
+    pci = rec.read("pci", "nvmlDeviceGetPciInfo", handle)
+    gpu["pci_bus_id"] = normalise_bus_id(_text(getattr(pci, "busId", None)))
+    device_id = getattr(pci, "pciDeviceId", None)
+    gpu["pci_device_id"] = f"{device_id & 0xFFFFFFFF:08x}" if isinstance(device_id, int) else None
+    gpu["serial"] = _text(rec.read("serial", "nvmlDeviceGetSerial", handle))
+    gpu["vbios"] = _text(rec.read("vbios", "nvmlDeviceGetVbiosVersion", handle))
+    gpu["inforom_image"] = _text(
+        rec.read("inforom_image", "nvmlDeviceGetInforomImageVersion", handle)
+    )
+    gpu["persistence_mode"] = _flag(
+        rec.read("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
+    )
+    gpu["pcie"] = {
+        "gen_current": rec.read("pcie.gen_current", "nvmlDeviceGetCurrPcieLinkGeneration", handle),
+        "gen_max": rec.read("pcie.gen_max", "nvmlDeviceGetMaxPcieLinkGeneration", handle),
+        "gen_device_max": rec.read(
+            "pcie.gen_device_max", "nvmlDeviceGetGpuMaxPcieLinkGeneration", handle
+        ),
+        "width_current": rec.read("pcie.width_current", "nvmlDeviceGetCurrPcieLinkWidth", handle),
+        "width_max": rec.read("pcie.width_max", "nvmlDeviceGetMaxPcieLinkWidth", handle),
+        "replay_counter_start": rec.read("pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle),
+    }
+    gpu["power"] = {
+        "enforced_limit_w": _milli(
+            rec.read("power.limit", "nvmlDeviceGetEnforcedPowerLimit", handle)
+        ),
+        "default_limit_w": _milli(
+            rec.read("power.default_limit", "nvmlDeviceGetPowerManagementDefaultLimit", handle)
+        ),
+    }
+    gpu["temperature"] = {
+        key: rec.read(f"temperature.{key}", "nvmlDeviceGetTemperatureThreshold", handle, code)
+        for key, code in THRESHOLD.items()
+    }
+    gpu["clocks_max_mhz"] = {
+        "sm": rec.read("clocks_max.sm", "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
+        "mem": rec.read("clocks_max.mem", "nvmlDeviceGetMaxClockInfo", handle, CLOCK_MEM),
+    }
+    gpu["ecc"] = _ecc(rec, handle)
+    gpu["remap"] = _remap(rec, handle)
+    gpu["retired_pages"] = _retired(rec, handle)
+    gpu["nvlink"] = _nvlinks(rec, handle)
+    gpu["violations_ns_start"] = _violations(rec, handle)
+    gpu["recovery_action"] = _field_value(rec, "recovery_action", handle, FIELD_RECOVERY_ACTION)
+
+
+def _ecc(rec: _Recorder, handle: Any) -> dict[str, Any]:
+    mode = rec.read("ecc.mode", "nvmlDeviceGetEccMode", handle)
+    current = _flag(mode[0]) if isinstance(mode, list | tuple) and mode else None
+    counts: dict[str, Any] = {"mode_enabled": current}
+    for scope, counter in (("volatile", ECC_VOLATILE), ("aggregate", ECC_AGGREGATE)):
+        counts[scope] = {
+            kind: rec.read(
+                f"ecc.{scope}.{kind}", "nvmlDeviceGetTotalEccErrors", handle, etype, counter
+            )
+            for kind, etype in (("corrected", ECC_CORRECTED), ("uncorrected", ECC_UNCORRECTED))
+        }
+    return counts
+
+
+def _remap(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
+    rows = rec.read("remap", "nvmlDeviceGetRemappedRows", handle)
+    if not isinstance(rows, list | tuple) or len(rows) < 4:
+        return None
+    result: dict[str, Any] = {
+        "corrected": rows[0],
+        "uncorrected": rows[1],
+        "pending": bool(rows[2]),
+        "failure": bool(rows[3]),
+    }
+    histogram = rec.read("remap.histogram", "nvmlDeviceGetRowRemapperHistogram", handle)
+    if histogram is not None:
+        result["histogram"] = {
+            name: getattr(histogram, name, None)
+            for name in ("max", "high", "partial", "low", "none")
+        }
+    return result
+
+
+def _retired(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
+    pending = rec.read("retired_pages.pending", "nvmlDeviceGetRetiredPagesPendingStatus", handle)
+    if pending is None:
+        return None
+    counts = {
+        cause: len(
+            rec.read(f"retired_pages.{cause}", "nvmlDeviceGetRetiredPages", handle, code) or []
+        )
+        for cause, code in RETIRED_CAUSES.items()
+    }
+    return {"pending": _flag(pending), **counts}
+
+
+def _nvlinks(rec: _Recorder, handle: Any) -> list[dict[str, Any]]:
+    links: list[dict[str, Any]] = []
+    for link in range(NVLINK_MAX_LINKS):
+        state = rec.nvml.read("nvmlDeviceGetNvLinkState", handle, link)
+        if state.state == "not_supported" or (not state.ok and link == 0):
+            if link == 0:
+                rec.unavailable.setdefault("nvlink", state.state)
+            break
+        entry: dict[str, Any] = {"link": link, "active": _flag(state.value) if state.ok else None}
+        if entry["active"]:
+            remote = rec.read(
+                f"nvlink.{link}.remote", "nvmlDeviceGetNvLinkRemotePciInfo", handle, link
+            )
+            entry["remote_pci_bus_id"] = normalise_bus_id(_text(getattr(remote, "busId", None)))
+            entry["version"] = rec.read(
+                f"nvlink.{link}.version", "nvmlDeviceGetNvLinkVersion", handle, link
+            )
+        entry["errors"] = {
+            name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
+            for name, code in NVLINK_ERRORS.items()
+        }
+        links.append(entry)
+    return links
+
+
+def _violations(rec: _Recorder, handle: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, policy in VIOLATION_POLICIES.items():
+        status = rec.nvml.read("nvmlDeviceGetViolationStatus", handle, policy)
+        out[name] = getattr(status.value, "violationTime", None) if status.ok else None
+    return out
+
+
+def _field_value(rec: _Recorder, key: str, handle: Any, field_id: int) -> Any:
+    values = rec.read(key, "nvmlDeviceGetFieldValues", handle, [field_id])
+    if not values:
+        return None
+    entry = values[0]
+    if getattr(entry, "nvmlReturn", 1) != 0:
+        rec.unavailable.setdefault(key, "not_supported")
+        return None
+    return _field_number(entry)
+
+
+def _field_number(entry: Any) -> Any:
+    value_type = getattr(entry, "valueType", None)
+    union = getattr(entry, "value", None)
+    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}.get(
+        value_type if isinstance(value_type, int) else -1, "ullVal"
+    )
+    return getattr(union, member, None)
+
+
+def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
+    pairs = []
+    indices = sorted(handles)
+    for position, a in enumerate(indices):
+        for b in indices[position + 1 :]:
+            level = nvml.read("nvmlDeviceGetTopologyCommonAncestor", handles[a], handles[b])
+            p2p = nvml.read("nvmlDeviceGetP2PStatus", handles[a], handles[b], P2P_NVLINK)
+            pairs.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "common_ancestor": TOPOLOGY_LEVELS.get(int(level.value or 0), str(level.value))
+                    if level.ok
+                    else None,
+                    "p2p_nvlink": (p2p.value == 0) if p2p.ok else None,
+                }
+            )
+    return pairs
+
+
+def _sample_window(
+    nvml: Nvml, gpu: dict[str, Any], handle: Any, window_s: float, interval_s: float
+) -> None:
+    rec = _Recorder(nvml, gpu)
+    gpm = _GpmSampler(rec, handle)
+    samples: list[dict[str, Any]] = []
+    started = time.monotonic()
+    deadline = started + max(window_s, 0.0)
+    gpm.take()
+    while True:
+        samples.append(_sample(rec, handle, round(time.monotonic() - started, 3)))
+        if "lost" in gpu or time.monotonic() + interval_s > deadline:
+            break
+        time.sleep(interval_s)
+        gpm.take_if_due()
+    gpm.take(final=True)
+    gpu["samples"] = samples
+    gpu["gpm"] = gpm.metrics
+    gpu["pcie"]["replay_counter_end"] = rec.read(
+        "pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle
+    )
+    gpu["violations_ns_end"] = _violations(rec, handle)
+    gpu["sampled_s"] = round(time.monotonic() - started, 3)
+
+
+def _sample(rec: _Recorder, handle: Any, at: float) -> dict[str, Any]:
+    util = rec.read("utilization", "nvmlDeviceGetUtilizationRates", handle)
+    reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
+    if not reasons.ok:
+        reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+    return {
+        "t": at,
+        "util_gpu": getattr(util, "gpu", None),
+        "util_mem": getattr(util, "memory", None),
+        "power_w": _milli(rec.read("power.draw", "nvmlDeviceGetPowerUsage", handle)),
+        "sm_clock_mhz": rec.read("clocks.sm", "nvmlDeviceGetClockInfo", handle, CLOCK_SM),
+        "mem_clock_mhz": rec.read("clocks.mem", "nvmlDeviceGetClockInfo", handle, CLOCK_MEM),
+        "temp_c": rec.read("temperature.gpu", "nvmlDeviceGetTemperature", handle, TEMP_GPU),
+        "mem_temp_c": _field_value(rec, "temperature.memory", handle, FIELD_MEMORY_TEMP),
+        "clock_event_reasons": rec.keep("clock_event_reasons", reasons),
+        "pcie_tx_kbps": rec.read("pcie.tx", "nvmlDeviceGetPcieThroughput", handle, PCIE_TX),
+        "pcie_rx_kbps": rec.read("pcie.rx", "nvmlDeviceGetPcieThroughput", handle, PCIE_RX),
+    }
+
+
+class _GpmSampler:
+    """GPM (Hopper and newer): metrics between consecutive device samples ~1 s apart."""
+
+    PERIOD_S = 1.0
+
+    def __init__(self, rec: _Recorder, handle: Any) -> None:
+        self.rec = rec
+        self.handle = handle
+        self.metrics: list[dict[str, Any]] = []
+        self.previous: Any = None
+        self.taken_at = 0.0
+        support = rec.nvml.read("nvmlGpmQueryDeviceSupport", handle)
+        supported = getattr(support.value, "isSupportedDevice", 0) if support.ok else 0
+        self.enabled = bool(supported)
+        if not self.enabled:
+            rec.unavailable.setdefault("gpm", support.state if not support.ok else "not_supported")
+
+    def take_if_due(self) -> None:
+        if self.enabled and time.monotonic() - self.taken_at >= self.PERIOD_S:
+            self.take()
+
+    def take(self, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        if final and self.previous is not None and time.monotonic() - self.taken_at < 0.2:
+            return
+        lib = self.rec.nvml.lib
+        sample = self.rec.read("gpm", "nvmlGpmSampleAlloc")
+        got = self.rec.nvml.read("nvmlGpmSampleGet", self.handle, sample) if sample else None
+        if got is None or not got.ok:
+            self.rec.unavailable.setdefault("gpm", got.state if got else "error")
+            self.enabled = False
+            return
+        now = time.monotonic()
+        if self.previous is not None:
+            self.metrics.append(self._between(lib, self.previous, sample, now - self.taken_at))
+            self.rec.nvml.read("nvmlGpmSampleFree", self.previous)
+        self.previous, self.taken_at = sample, now
+        if final:
+            self.rec.nvml.read("nvmlGpmSampleFree", sample)
+            self.previous = None
+
+    def _between(self, lib: Any, first: Any, second: Any, seconds: float) -> dict[str, Any]:
+        request = lib.c_nvmlGpmMetricsGet_t()
+        request.version = lib.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(GPM_METRICS)
+        request.sample1 = first
+        request.sample2 = second
+        for slot, metric_id in enumerate(GPM_METRICS.values()):
+            request.metrics[slot].metricId = metric_id
+        result = self.rec.nvml.read("nvmlGpmMetricsGet", request)
+        values: dict[str, Any] = {"seconds": round(seconds, 3)}
+        for slot, name in enumerate(GPM_METRICS):
+            metric = request.metrics[slot]
+            ok = result.ok and getattr(metric, "nvmlReturn", 1) == 0
+            values[name] = round(float(metric.value), 3) if ok else None
+        return values
+
+
+def normalise_bus_id(bus_id: str | None) -> str | None:
+    """NVML's `00000000:19:00.0` → `0000:19:00.0` (lower case, 4-digit domain)."""
+    if not bus_id:
+        return None
+    text = bus_id.strip().lower()
+    domain, _, rest = text.partition(":")
+    if not rest:
+        return text
+    if len(domain) > 4 and set(domain[:-4]) <= {"0"}:
+        domain = domain[-4:]
+    return f"{domain.zfill(4)}:{rest}"
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _flag(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def _milli(value: Any) -> float | None:
+    return None if value is None else round(float(value) / 1000.0, 3)

@@ -1,0 +1,141 @@
+"""Serve the live node through the `Sources` contract: commands, NVML, kernel log, sysfs.
+
+Each piece of evidence is gathered once per run (checks running concurrently share it):
+a command's output, the NVML snapshot (one NVML session, one sampled window for all GPUs).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .artifacts import COMMAND_ARTIFACTS
+from .base import Artifact, DriverProbe, KernelLogStream
+from .command import CommandResult, CommandRunner
+from .files import FileTree
+from .gpu_snapshot import collect_snapshot
+from .kernel_log import open_live_kernel_log
+from .nvml import Nvml, NvmlUnavailable
+
+PROC_DRIVER = "/proc/driver/nvidia/version"
+DEV_CTL = "/dev/nvidiactl"
+
+
+@dataclass
+class LiveOptions:
+    command_timeout_s: float = 10.0
+    nvml_deadline_s: float = 5.0
+    sample_seconds: float = 3.0
+    sample_interval_s: float = 0.2
+    sys_root: str = "/sys"
+    trt_log_paths: list[Path] = field(default_factory=list)
+    load: Callable[[], dict[str, object]] | None = None
+
+
+class LiveSources:
+    def __init__(self, options: LiveOptions, runner: CommandRunner | None = None) -> None:
+        self.options = options
+        self.runner = runner or CommandRunner()
+        self._sysfs = FileTree(Path(options.sys_root))
+        self._lock = threading.Lock()
+        self._artifacts: dict[str, Artifact] = {}
+        self._command_locks: dict[str, threading.Lock] = {}
+        self._snapshot_lock = threading.Lock()
+        self._snapshot: tuple[dict[str, Any] | None, str | None] | None = None
+        self._nvml: Nvml | None = None
+        self._driver: DriverProbe | None = None
+
+    @property
+    def mode(self) -> str:
+        return "live"
+
+    @property
+    def sysfs(self) -> FileTree:
+        return self._sysfs
+
+    def driver(self) -> DriverProbe:
+        if self._driver is None:
+            self._driver = self._probe_driver()
+        return self._driver
+
+    def _probe_driver(self) -> DriverProbe:
+        if os.path.exists(PROC_DRIVER) or os.path.exists(DEV_CTL):
+            return DriverProbe("present", f"{PROC_DRIVER} or {DEV_CTL} exists")
+        if self.runner.which("nvidia-smi") is not None:
+            return DriverProbe(
+                "not_loaded", "nvidia-smi is installed but the NVIDIA kernel module is not loaded"
+            )
+        return DriverProbe("absent", "no NVIDIA driver on this machine (no nvidia-smi, no module)")
+
+    def artifact(self, name: str) -> Artifact:
+        spec = COMMAND_ARTIFACTS.get(name)
+        if spec is None:
+            return Artifact(name, None, name, reason=f"{name} is not produced on a live node")
+        with self._lock:
+            lock = self._command_locks.setdefault(name, threading.Lock())
+        with lock:  # concurrent checks asking for the same output share one run
+            if name not in self._artifacts:
+                self._artifacts[name] = _as_artifact(
+                    name, self.runner.run(spec.argv, self.options.command_timeout_s)
+                )
+            return self._artifacts[name]
+
+    def kernel_log(self) -> KernelLogStream:
+        return open_live_kernel_log(self.runner, self.options.command_timeout_s)
+
+    def nvml(self) -> Nvml:
+        with self._lock:
+            if self._nvml is None:
+                self._nvml = Nvml.load(self.options.nvml_deadline_s)
+            return self._nvml
+
+    def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
+        with self._snapshot_lock:
+            if self._snapshot is None:
+                self._snapshot = self._collect_snapshot()
+            return self._snapshot
+
+    def _collect_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
+        if self.driver().state != "present":
+            return None, self.driver().detail
+        try:
+            nvml = self.nvml()
+            nvml.init()
+        except NvmlUnavailable as exc:
+            return None, str(exc)
+        snapshot = collect_snapshot(
+            nvml,
+            self.options.sample_seconds,
+            self.options.sample_interval_s,
+            busy=self.options.load,
+        )
+        return snapshot, None
+
+    def trt_logs(self) -> list[Path]:
+        return list(self.options.trt_log_paths)
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "host": socket.gethostname(),
+            "kernel": platform.release(),
+            "sitscheck_version": __version__,
+            "nvidia_driver": {"state": self.driver().state, "detail": self.driver().detail},
+        }
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.shutdown()
+
+
+def _as_artifact(name: str, result: CommandResult) -> Artifact:
+    reason = result.failure_reason()
+    if reason is not None:
+        return Artifact(name, None, result.display, reason=reason)
+    return Artifact(name, result.stdout, result.display, truncated=result.truncated)

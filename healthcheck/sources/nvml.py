@@ -1,0 +1,147 @@
+"""A thin NVML wrapper: every call under a deadline, outcomes kept apart.
+
+`read()` never raises for a device-level failure: it returns a `Reading` whose `state` says
+whether the value is real (`ok`), the GPU does not support it (`not_supported`, which is not
+zero and not an error), the call failed (`error`, `no_permission`), overran its deadline
+(`timeout`), or the GPU is gone (`gpu_lost`, `reset_required`). pynvml is imported lazily,
+only by a run that talks to a live driver.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from ..errors import ProbeError, ProbeTimeout
+from .deadline import DeadlineCaller
+
+T = TypeVar("T")
+
+ReadingState = Literal[
+    "ok", "not_supported", "no_permission", "error", "timeout", "gpu_lost", "reset_required"
+]
+
+_STATE_BY_ERROR_NAME: dict[str, ReadingState] = {
+    "NVML_ERROR_NOT_SUPPORTED": "not_supported",
+    "NVML_ERROR_FUNCTION_NOT_FOUND": "not_supported",
+    "NVML_ERROR_NO_PERMISSION": "no_permission",
+    "NVML_ERROR_GPU_IS_LOST": "gpu_lost",
+    "NVML_ERROR_RESET_REQUIRED": "reset_required",
+}
+_NO_DRIVER_ERRORS = ("NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIBRARY_NOT_FOUND")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading(Generic[T]):
+    value: T | None
+    state: ReadingState = "ok"
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "ok"
+
+
+class NvmlUnavailable(ProbeError):
+    """NVML cannot be used at all. `no_driver` says whether that is because no driver exists."""
+
+    def __init__(self, message: str, no_driver: bool) -> None:
+        super().__init__(message)
+        self.no_driver = no_driver
+
+
+class NvmlCallError(ProbeError):
+    def __init__(self, call: str, state: ReadingState, detail: str) -> None:
+        super().__init__(f"{call}: {detail}")
+        self.call = call
+        self.state = state
+
+
+class Nvml:
+    """One NVML session; `lib` is the pynvml module (or a stand-in with the same names)."""
+
+    def __init__(self, lib: Any, deadline_s: float = 5.0) -> None:
+        self._lib = lib
+        self._deadline_s = deadline_s
+        self._caller = DeadlineCaller("nvml")
+        self._init_lock = threading.Lock()
+        self._initialised = False
+
+    @classmethod
+    def load(cls, deadline_s: float = 5.0) -> Nvml:
+        try:
+            import pynvml
+        except ImportError as exc:  # the dependency is declared; a broken install lands here
+            raise NvmlUnavailable(f"pynvml cannot be imported: {exc}", no_driver=False) from exc
+        return cls(pynvml, deadline_s)
+
+    @property
+    def lib(self) -> Any:
+        return self._lib
+
+    def init(self) -> None:
+        with self._init_lock:
+            if self._initialised:
+                return
+            try:
+                self._caller.call(self._lib.nvmlInit, self._deadline_s, "nvmlInit")
+            except ProbeTimeout as exc:
+                raise NvmlUnavailable(str(exc), no_driver=False) from exc
+            except Exception as exc:
+                name = self._error_name(exc)
+                raise NvmlUnavailable(
+                    f"nvmlInit failed: {self._describe(exc)}", no_driver=name in _NO_DRIVER_ERRORS
+                ) from exc
+            self._initialised = True
+
+    def shutdown(self) -> None:
+        with self._init_lock:
+            if self._initialised:
+                try:
+                    self._caller.call(self._lib.nvmlShutdown, self._deadline_s, "nvmlShutdown")
+                except Exception:
+                    pass
+                self._initialised = False
+        self._caller.close()
+
+    def call(self, function: str, *args: Any) -> Any:
+        """fn(*args) under the deadline; raises NvmlCallError naming the call."""
+        label = self._label(function, args)
+        fn = getattr(self._lib, function, None)
+        if fn is None:
+            raise NvmlCallError(label, "not_supported", "not in this NVML binding")
+        try:
+            return self._caller.call(lambda: fn(*args), self._deadline_s, label)
+        except ProbeTimeout as exc:
+            raise NvmlCallError(label, "timeout", str(exc)) from exc
+        except NvmlCallError:
+            raise
+        except Exception as exc:
+            state = _STATE_BY_ERROR_NAME.get(self._error_name(exc) or "", "error")
+            raise NvmlCallError(label, state, self._describe(exc)) from exc
+
+    def read(self, function: str, *args: Any) -> Reading[Any]:
+        try:
+            return Reading(self.call(function, *args))
+        except NvmlCallError as exc:
+            return Reading(None, exc.state, str(exc))
+
+    def _error_name(self, exc: BaseException) -> str | None:
+        code = getattr(exc, "value", None)
+        if code is None:
+            return None
+        for name in dir(self._lib):
+            if name.startswith("NVML_ERROR_") and getattr(self._lib, name) == code:
+                return name
+        return None
+
+    def _describe(self, exc: BaseException) -> str:
+        name = self._error_name(exc)
+        text = str(exc) or type(exc).__name__
+        return f"{text} ({name})" if name and name not in text else text
+
+    @staticmethod
+    def _label(function: str, args: tuple[Any, ...]) -> str:
+        shown = [a if isinstance(a, int | str) else "handle" for a in args]
+        return f"{function}({', '.join(str(a) for a in shown)})"
