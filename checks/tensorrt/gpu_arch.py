@@ -4,9 +4,11 @@ Names are matched the way logs and NVML print them: ``A100-PCIE-40GB``, ``NVIDIA
 A100-SXM4-80GB``, ``NVIDIA H100 80GB HBM3``, ``NVIDIA GeForce RTX 3090``, ``Tesla T4``,
 ``Orin``. The name is split into upper-case tokens (``-``/``_``/spaces separate them), vendor
 and brand words (NVIDIA, Tesla, GeForce, Quadro, Jetson) are dropped, and the longest known
-model whose tokens occur contiguously wins, so ``RTX 6000 Ada`` (sm_89) beats ``RTX 6000``
-(Quadro, sm_75) and ``GTX TITAN X`` (Maxwell) beats ``TITAN X`` (Pascal). A ``Ti``/``SUPER``
-token right after the model becomes part of the family.
+model whose tokens occur contiguously wins (ties: the one printed first), so ``RTX 6000 Ada``
+(sm_89) beats ``RTX 6000`` (Quadro, sm_75) and ``GTX TITAN X`` (Maxwell) beats ``TITAN X``
+(Pascal). A ``Ti``/``SUPER`` token right after the model becomes part of the family, which
+is otherwise the model's tokens in upper case (``A100``, ``RTX 3090``, ``ORIN``): memory size
+and form factor (PCIe/SXM, 40GB/80GB) do not change it.
 
 The table follows NVIDIA's "CUDA GPU Compute Capability" list
 (https://developer.nvidia.com/cuda-gpus) and its legacy page
@@ -58,7 +60,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
         " | RTX 4000 SFF ADA | RTX 3500 ADA | RTX 2000 ADA"
         " | RTX 4090 | RTX 4080 | RTX 4070 | RTX 4060 | RTX 4050",
     ),
-    ("8.7", "ORIN | AGX ORIN | ORIN NX | ORIN NANO"),
+    ("8.7", "ORIN"),
     (
         "8.6",
         "A40 | A10 | A10G | A16 | A2 | RTX A6000 | RTX A5500 | RTX A5000 | RTX A4500"
@@ -71,7 +73,7 @@ _TABLE: tuple[tuple[str, str], ...] = (
         "T4 | T1000 | T600 | T400 | RTX 8000 | RTX 6000 | RTX 5000 | RTX 4000 | RTX 3000"
         " | TITAN RTX | RTX 2080 | RTX 2070 | RTX 2060 | GTX 1660 | GTX 1650",
     ),
-    ("7.2", "XAVIER | AGX XAVIER | XAVIER NX"),
+    ("7.2", "XAVIER"),
     ("7.0", "V100 | V100S | GV100 | TITAN V"),
     ("6.2", "TX2"),
     (
@@ -108,8 +110,7 @@ def _build_index() -> tuple[tuple[tuple[str, ...], str], ...]:
     entries = [
         (tuple(model.split()), _sm(cc)) for cc, models in _TABLE for model in models.split("|")
     ]
-    # Longest first: the most specific model wins.
-    return tuple(sorted(entries, key=lambda entry: -len(entry[0])))
+    return tuple(entries)
 
 
 _INDEX = _build_index()
@@ -132,18 +133,22 @@ def _find(tokens: tuple[str, ...], model: tuple[str, ...]) -> int:
 
 
 def lookup_gpu(name: str) -> GpuModel | None:
-    """The known model a printed GPU name denotes, or None."""
+    """The known model a printed GPU name denotes, or None. The longest known model wins;
+    between models of one length, the one printed first (``Jetson Orin Nano`` is an Orin)."""
     tokens = _tokens(name)
+    best: tuple[int, int, tuple[str, ...], str] | None = None
     for model, sm in _INDEX:
         start = _find(tokens, model)
-        if start < 0:
-            continue
-        family = list(model)
-        after = start + len(model)
-        if after < len(tokens) and tokens[after] in _SUFFIXES:
-            family.append(tokens[after])
-        return GpuModel(family=" ".join(family), sm=sm)
-    return None
+        if start >= 0 and (best is None or (-len(model), start) < (-len(best[2]), best[1])):
+            best = (len(model), start, model, sm)
+    if best is None:
+        return None
+    _, start, model, sm = best
+    family = list(model)
+    after = start + len(model)
+    if after < len(tokens) and tokens[after] in _SUFFIXES:
+        family.append(tokens[after])
+    return GpuModel(family=" ".join(family), sm=sm)
 
 
 def compute_capability(name: str) -> str | None:

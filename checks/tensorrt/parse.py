@@ -123,7 +123,7 @@ _TOKEN_RE = re.compile(
     rf"""[ \t]*(?:
         \[[ \t]*(?:{_DATE_SLASH}|{_DATE_ISO}|{_TIME})(?:[ \t]+(?P<tslevel>[A-Za-z_]+))?[ \t]*\]
       | (?P<bare>{_DATE_ISO})(?=[ \t])
-      | \[(?P<tag>[^\[\]\r\n]{{1,48}})\](?::(?=[ \t]|$)|[ \t]+-(?=[ \t]))?
+      | \[(?P<tag>[^\[\]\r\n]{{1,48}})\](?P<sep>:(?=[ \t]|$)|[ \t]+-(?=[ \t]))?
       | (?P<word>INTERNAL_ERROR|ERROR|Error|FATAL|WARNING|Warning|WARN|INFO|VERBOSE):(?=[ \t]|$)
       | (?P<status>&&&&)(?=[ \t])
     )""",
@@ -202,6 +202,16 @@ def _token_kind(match: re.Match[str]) -> tuple[bool, Severity | None]:
     return True, _WORD_SEVERITY.get(level.upper()) if level else None
 
 
+def _token_end(match: re.Match[str]) -> int:
+    """Where a known token ends: DeepStream's ``[TRT]:`` colon goes with it, and the `` - `` after
+    ``[Torch-TensorRT ...]``; any other tag's `` - `` is the text's own bullet."""
+    sep = match.group("sep")
+    tag = match.group("tag")
+    if sep is not None and sep.endswith("-") and not tag.upper().startswith("TORCH-TENSORRT"):
+        return match.start("sep")
+    return match.end()
+
+
 def _read_prefix(raw: str) -> _Prefix:
     """Walk the leading tokens. One unknown ``[...]`` (a launcher's process tag) may come first
     when a known token follows it."""
@@ -220,7 +230,7 @@ def _read_prefix(raw: str) -> _Prefix:
             continue
         prefix.known += 1
         prefix.severity = prefix.severity or severity
-        prefix.end = pos = match.end()
+        prefix.end = pos = _token_end(match)
     return prefix
 
 

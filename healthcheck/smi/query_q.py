@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 _BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+$", re.IGNORECASE)
-_LABEL = r"[A-Za-z0-9][A-Za-z0-9 ._()/+&'#%,-]*?"
+_LABEL = r"[A-Za-z0-9][A-Za-z0-9 ._()/+&'#-]*?"
 _KEY_VALUE = re.compile(rf"^(?P<label>{_LABEL})\s*:(?:\s+(?P<value>.*?))?\s*$")
 _SECTION = re.compile(rf"^(?P<label>{_LABEL})\s*$")
 _GPU_SECTION = re.compile(
@@ -76,20 +76,63 @@ _ALIASES: tuple[frozenset[str], ...] = (
 # PCIe link) reads NOT_AVAILABLE.
 _NA_UNSUPPORTED_SECTIONS = frozenset(
     {
-        "fan speed", "module power readings", "gpu memory power readings", "ecc mode",
-        "ecc errors", "retired pages", "remapped rows", "fabric", "platform info",
-        "driver model", "gpu operation mode", "inforom version", "inforom bbx object flush",
-        "ibmnpu", "gpu virtualization mode", "mig mode", "mig devices", "fru part number",
-        "serial number", "board part number", "gpu part number", "multigpu board", "board id",
-        "module id", "gpu pdi", "conf compute protected memory usage", "dram encryption mode",
-        "power smoothing", "workload power profiles", "applications clocks",
-        "default applications clocks", "deferred clocks", "clock policy", "encoder stats",
-        "fbc stats", "display mode", "display active", "display attached", "persistence mode",
-        "accounting mode", "accounting mode buffer size", "addressing mode", "gpu reset status",
-        "gpu c2c mode", "gpu recovery action", "sparse operation mode", "capabilities",
-        "gsp firmware version", "clocks event reasons", "clocks throttle reasons",
-        "clocks event reasons counters", "max customer boost clocks", "voltage",
-        "edpp multiplier", "bar1 memory usage", "processes", "compute processes",
+        "fan speed",
+        "module power readings",
+        "gpu memory power readings",
+        "ecc mode",
+        "ecc errors",
+        "retired pages",
+        "remapped rows",
+        "fabric",
+        "platform info",
+        "driver model",
+        "gpu operation mode",
+        "inforom version",
+        "inforom bbx object flush",
+        "ibmnpu",
+        "gpu virtualization mode",
+        "mig mode",
+        "mig devices",
+        "fru part number",
+        "serial number",
+        "board part number",
+        "gpu part number",
+        "multigpu board",
+        "board id",
+        "module id",
+        "gpu pdi",
+        "conf compute protected memory usage",
+        "dram encryption mode",
+        "power smoothing",
+        "workload power profiles",
+        "applications clocks",
+        "default applications clocks",
+        "deferred clocks",
+        "clock policy",
+        "encoder stats",
+        "fbc stats",
+        "display mode",
+        "display active",
+        "display attached",
+        "persistence mode",
+        "accounting mode",
+        "accounting mode buffer size",
+        "addressing mode",
+        "gpu reset status",
+        "gpu c2c mode",
+        "gpu recovery action",
+        "sparse operation mode",
+        "capabilities",
+        "gsp firmware version",
+        "clocks event reasons",
+        "clocks throttle reasons",
+        "clocks event reasons counters",
+        "max customer boost clocks",
+        "voltage",
+        "edpp multiplier",
+        "bar1 memory usage",
+        "processes",
+        "compute processes",
     }
 )
 _NA_UNSUPPORTED_LEAVES = frozenset(
@@ -569,9 +612,9 @@ def _processes(root: QNode) -> tuple[SmiProcess, ...]:
     for node in section.children:
         key = _label_key(node.label)
         if key == "gpu instance id":
-            gi = decode(node.value or "")
+            gi = decode(node.value or "", na=ValueKind.NOT_SUPPORTED)
         elif key == "compute instance id":
-            ci = decode(node.value or "")
+            ci = decode(node.value or "", na=ValueKind.NOT_SUPPORTED)
         elif key == "process id":
             found.append(
                 SmiProcess(
@@ -682,13 +725,13 @@ def _build(text: str) -> tuple[QNode, list[SmiError]]:
 
 def _check_shape(root: QNode, errors: list[SmiError]) -> None:
     sections = [n for n in root.children if _GPU_SECTION.match(n.label)]
-    top_keys = [n for n in root.children if _label_key(n.label) in _TOP_KEYS]
+    top_keys = {id(n) for n in root.children if _label_key(n.label) in _TOP_KEYS}
     if not sections and not top_keys and not errors:
         raise SmiParseError("no 'GPU <bus id>' section and no 'Driver Version': not -q output")
     if sections:
         first = sections[0]
         for node in root.children:
-            if node.line > first.line and node.value is not None and node not in top_keys:
+            if node.line > first.line and node.value is not None and id(node) not in top_keys:
                 raise SmiParseError(
                     f"{node.label!r} outside any GPU section: indentation lost?", node.line
                 )
@@ -704,7 +747,7 @@ def parse_query_q(text: str) -> SmiQuery:
         if match:
             gpus.append(_gpu(node, match["bus"]))
     attached = _value_at(root, "Attached GPUs")
-    count = attached.as_int() if attached.kind is ValueKind.NUMBER else None
+    count = attached.number if isinstance(attached.number, int) else None
     return SmiQuery(
         timestamp=_value_at(root, "Timestamp").as_text(),
         driver_version=_value_at(root, "Driver Version").as_text(),

@@ -1,0 +1,5 @@
+"""`python -m sitscheck`."""
+
+from .cli import main
+
+main()
