@@ -49,19 +49,15 @@ def open_sources(request: RunRequest) -> Iterator[Sources]:
         live.close()
 
 
-def live_options(config: RunConfig) -> LiveOptions:
-    load = None
-    if config.load:
-        from .load import start_load
-
-        load = lambda: start_load(config.sample_seconds + 2.0).summary()  # noqa: E731
+def live_options(config: RunConfig, load_margin_s: float = 2.0) -> LiveOptions:
+    """`load_margin_s`: how long the --load probe outlasts the sampling window."""
     return LiveOptions(
         command_timeout_s=config.command_timeout_s,
         nvml_deadline_s=config.nvml_deadline_s,
         sample_seconds=config.sample_seconds,
         sys_root=config.sys_root,
         trt_log_paths=expand_trt_paths(config.trt_logs),
-        load=load,
+        load_seconds=config.sample_seconds + load_margin_s if config.load else None,
     )
 
 

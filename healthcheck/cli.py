@@ -23,8 +23,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help=(
-        "Node health checks for GPU inference nodes "
-        "(exit 0 ok, 1 warning, 2 critical, 3 unknown)."
+        "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown)."
     ),
 )
 rules_app = typer.Typer(help="Validate and list rule files.", rich_markup_mode=None)
@@ -179,7 +178,7 @@ def collect(
             },
             config,
         )
-        sources = LiveSources(live_options(settings))
+        sources = LiveSources(live_options(settings, load_margin_s=8.0))
         try:
             summary = collect_bundle(sources, directory)
         finally:

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -60,56 +64,109 @@ _BLOCKS_PER_DEVICE = 132 * 16
 
 
 @dataclass
-class LoadHandle:
+class _Workers:
+    """Inside the load process: one thread per GPU."""
+
     stop: threading.Event = field(default_factory=threading.Event)
-    threads: list[threading.Thread] = field(default_factory=list)
     engine: str = "none"
     errors: list[str] = field(default_factory=list)
     started: threading.Event = field(default_factory=threading.Event)
 
-    def summary(self) -> dict[str, object]:
-        return {"engine": self.engine, "gpus": len(self.threads), "errors": list(self.errors)}
 
-    def stop_now(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=2.0)
+@dataclass
+class LoadHandle:
+    """The parent's view of the load process."""
+
+    process: subprocess.Popen[str] | None
+    engine: str
+    errors: list[str]
+
+    def summary(self) -> dict[str, object]:
+        return {"engine": self.engine, "errors": list(self.errors)}
+
+    def stop(self) -> None:
+        """Kill the load process group; returns within a couple of seconds whatever happens."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
+            try:
+                self.process.wait(timeout=1.0)
+                return
+            except subprocess.TimeoutExpired:
+                continue
 
 
 def start_load(duration_s: float, warmup_s: float = 1.5) -> LoadHandle:
-    """Start loading every GPU for `duration_s`; returns once the load is running (or failed)."""
-    handle = LoadHandle()
-    worker = _torch_worker() or _ptx_worker(handle)
-    if worker is None:
-        return handle
-    handle.engine, run = worker
-    deadline = time.monotonic() + duration_s
-    for ordinal in range(_device_count(handle)):
-        thread = threading.Thread(
-            target=_guard,
-            args=(run, ordinal, handle, deadline),
-            daemon=True,
-            name=f"load-{ordinal}",
+    """Start a process that keeps every GPU busy for `duration_s`; return once it runs.
+
+    A separate process (its own session) keeps CUDA out of the checker: a crash or hang in
+    the load cannot take the run with it, and stopping is a kill of its process group.
+    """
+    argv = [sys.executable, "-m", "sitscheck.load", f"{duration_s:.1f}"]
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
         )
-        handle.threads.append(thread)
-        thread.start()
-    handle.started.wait(timeout=warmup_s + 5.0)
+    except OSError as exc:
+        return LoadHandle(None, "none", [f"cannot start the load process: {exc}"])
+    stdout = process.stdout
+    ready = stdout is not None and bool(select.select([stdout], [], [], warmup_s + 20.0)[0])
+    line = stdout.readline().strip() if ready and stdout is not None else ""
+    status, _, detail = line.partition(" ")
+    if status != "ready":
+        handle = LoadHandle(process, "none", [line or "the load process did not start in time"])
+        handle.stop()
+        return handle
+    engine, _, errors = detail.partition(" ")
     time.sleep(warmup_s)  # let power and clocks settle before sampling starts
-    return handle
+    return LoadHandle(process, engine, [errors] if errors else [])
+
+
+def main(argv: list[str]) -> int:
+    """`python -m sitscheck.load SECONDS`: load every GPU, print `ready ENGINE`, then run."""
+    duration = float(argv[0]) if argv else 10.0
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    workers = _Workers()
+    worker = _torch_worker() or _ptx_worker(workers)
+    if worker is None:
+        print("failed " + "; ".join(workers.errors or ["no CUDA load engine"]), flush=True)
+        return 1
+    workers.engine, run = worker
+    deadline = time.monotonic() + duration
+    threads = [
+        threading.Thread(target=_guard, args=(run, n, workers, deadline), daemon=True)
+        for n in range(_device_count(workers))
+    ]
+    for thread in threads:
+        thread.start()
+    workers.started.wait(timeout=20.0)
+    print(f"ready {workers.engine} {'; '.join(workers.errors)}".rstrip(), flush=True)
+    for thread in threads:
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0) + 1.0)
+    os._exit(0)  # no CUDA/PyTorch teardown: the work is done and the process is disposable
 
 
 def _guard(
-    run: Callable[[int, LoadHandle, float], None], ordinal: int, handle: LoadHandle, deadline: float
+    run: Callable[[int, _Workers, float], None], ordinal: int, workers: _Workers, deadline: float
 ) -> None:
     try:
-        run(ordinal, handle, deadline)
+        run(ordinal, workers, deadline)
     except Exception as exc:
-        handle.errors.append(f"GPU {ordinal}: {exc}")
-        handle.started.set()
+        workers.errors.append(f"GPU {ordinal}: {exc}")
+        workers.started.set()
 
 
-def _device_count(handle: LoadHandle) -> int:
-    if handle.engine == "torch":
+def _device_count(workers: _Workers) -> int:
+    if workers.engine == "torch":
         import torch
 
         return int(torch.cuda.device_count())
@@ -119,7 +176,7 @@ def _device_count(handle: LoadHandle) -> int:
     return count.value
 
 
-def _torch_worker() -> tuple[str, Callable[[int, LoadHandle, float], None]] | None:
+def _torch_worker() -> tuple[str, Callable[[int, _Workers, float], None]] | None:
     try:
         import torch
     except ImportError:
@@ -127,7 +184,7 @@ def _torch_worker() -> tuple[str, Callable[[int, LoadHandle, float], None]] | No
     if not torch.cuda.is_available():
         return None
 
-    def run(ordinal: int, handle: LoadHandle, deadline: float) -> None:
+    def run(ordinal: int, handle: _Workers, deadline: float) -> None:
         device = torch.device("cuda", ordinal)
         a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
         b = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
@@ -140,7 +197,7 @@ def _torch_worker() -> tuple[str, Callable[[int, LoadHandle, float], None]] | No
     return "torch", run
 
 
-def _ptx_worker(handle: LoadHandle) -> tuple[str, Callable[[int, LoadHandle, float], None]] | None:
+def _ptx_worker(handle: _Workers) -> tuple[str, Callable[[int, _Workers, float], None]] | None:
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     try:
         lib = _libcuda()
@@ -149,13 +206,13 @@ def _ptx_worker(handle: LoadHandle) -> tuple[str, Callable[[int, LoadHandle, flo
         handle.errors.append(f"CUDA driver API unavailable: {exc}")
         return None
 
-    def run(ordinal: int, handle: LoadHandle, deadline: float) -> None:
+    def run(ordinal: int, handle: _Workers, deadline: float) -> None:
         _ptx_loop(lib, ordinal, handle, deadline)
 
     return "ptx", run
 
 
-def _ptx_loop(lib: ctypes.CDLL, ordinal: int, handle: LoadHandle, deadline: float) -> None:
+def _ptx_loop(lib: ctypes.CDLL, ordinal: int, handle: _Workers, deadline: float) -> None:
     device = ctypes.c_int()
     context = ctypes.c_void_p()
     module = ctypes.c_void_p()
@@ -198,3 +255,7 @@ def _libcuda() -> ctypes.CDLL:
 def _check(code: int, call: str) -> None:
     if code != 0:
         raise RuntimeError(f"{call} failed with CUresult {code}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

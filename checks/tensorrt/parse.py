@@ -289,6 +289,7 @@ _RUNNING_IN_RE = re.compile(
 )
 _PRECISION_TOKEN_RE = re.compile(rf"\b(?P<p>{_PRECISION}|int8|Int8)\b", re.IGNORECASE)
 _ADVICE_RE = re.compile(r"\b(?:can help|may cause|consider|recommend)", re.IGNORECASE)
+_PRECISION_HINTS = ("FP", "INT", "TF32", "FLOAT", "HALF")
 _RANK = {"FP32": 32, "TF32": 19, "FP16": 16, "BF16": 16, "FP8": 8, "INT8": 8, "INT4": 4, "FP4": 4}
 _ALIASES = {"FLOAT32": "FP32", "FLOAT16": "FP16", "HALF": "FP16"}
 
@@ -386,13 +387,25 @@ def _slow_path(text: str) -> Fallback | None:
 def _classify(text: str, enabled: frozenset[str]) -> Fallback | PrecisionFallback | None:
     """The fallback a (non-error) message's first line reports, if any. A DLA->GPU switch is a
     fallback even when it names precisions; INT8/precision checks come before the generic
-    ``fallback to`` so that "expect fall back to non-int8" is a precision fallback."""
-    return (
-        _dla_fallback(text)
-        or _int8_fallback(text, enabled)
-        or _higher_precision(text, enabled)
-        or _slow_path(text)
-    )
+    ``fallback to`` so that "expect fall back to non-int8" is a precision fallback.
+
+    Plain substring tests skip the regular expressions for the many lines that cannot match.
+    """
+    upper = text.upper()
+    if "GPU" in upper and (found := _dla_fallback(text)) is not None:
+        return found
+    if ("INT8" in upper or "MISSING " in upper) and (
+        int8 := _int8_fallback(text, enabled)
+    ) is not None:
+        return int8
+    if (
+        any(word in upper for word in _PRECISION_HINTS)
+        and (higher := _higher_precision(text, enabled)) is not None
+    ):
+        return higher
+    if "TACTIC" in upper or "BACK" in upper:
+        return _slow_path(text)
+    return None
 
 
 def _is_error(severity: Severity | None, first: str) -> bool:
@@ -411,7 +424,7 @@ _SELECTED_DEVICE_RE = re.compile(r"^Selected Device: (?P<gpu>.+?)\s*$")
 _BUILT_FOR_RE = re.compile(r"\bEngine built for GPU(?: \d+)? \((?P<gpu>[^)]+)\)")
 _PLAN_COMPUTE_RE = re.compile(r"expecting compute \d+\.\d+ got compute (?P<cc>\d+\.\d)\b")
 _CAPABILITY_RE = re.compile(r"\b[Cc]ompute [Cc]apability:?\s+(?P<cc>\d{1,2}\.\d)\b")
-_SM_RE = re.compile(r"\b[Ss][Mm]_(?P<n>\d{2,3})[a-f]?\b")
+_SM_RE = re.compile(r"\b(?:SM|sm)_(?P<n>\d{2,3})[a-f]?\b")
 _PRECISION_BANNER_RE = re.compile(r"^Precision: (?P<p>.+)$")
 _CLI_PRECISION_RE = re.compile(r"--(?P<p>fp16|bf16|int8|fp8|best)\b")
 _LAYERS_FINAL_RE = re.compile(r"\bBuilder completed with (?P<n>\d+) layers")
@@ -471,7 +484,7 @@ class _Facts:
         self._memory(text)
 
     def _version(self, text: str) -> None:
-        if self.version is not None:
+        if self.version is not None or "TensorRT v" not in text:
             return
         if (line := _VERSION_LINE_RE.search(text)) is not None:
             self.version = line.group("v")
@@ -479,19 +492,23 @@ class _Facts:
             self.version = _banner_version(banner.group("n"))
 
     def _device(self, text: str) -> None:
-        if self.gpu is None:
+        if self.gpu is None and ("Selected Device: " in text or "Engine built for" in text):
             match = _SELECTED_DEVICE_RE.search(text) or _BUILT_FOR_RE.search(text)
             if match is not None:
                 self.gpu = match.group("gpu")
         # The engine plan's own compute capability beats the device banner, which beats an
         # SM_XY mention; within a kind the first printed wins.
-        for rank, pattern in ((3, _PLAN_COMPUTE_RE), (2, _CAPABILITY_RE)):
-            if self.sm_rank < rank and (match := pattern.search(text)) is not None:
-                self.sm, self.sm_rank = sm_from_capability(match.group("cc")), rank
-        if self.sm_rank < 1 and (mention := _SM_RE.search(text)) is not None:
-            self.sm, self.sm_rank = f"sm_{mention.group('n')}", 1
+        if self.sm_rank < 3 and ("apability" in text or "got compute" in text):
+            for rank, pattern in ((3, _PLAN_COMPUTE_RE), (2, _CAPABILITY_RE)):
+                if self.sm_rank < rank and (match := pattern.search(text)) is not None:
+                    self.sm, self.sm_rank = sm_from_capability(match.group("cc")), rank
+        if self.sm_rank < 1 and ("SM_" in text or "sm_" in text):
+            if (mention := _SM_RE.search(text)) is not None:
+                self.sm, self.sm_rank = f"sm_{mention.group('n')}", 1
 
     def _precisions(self, text: str) -> None:
+        if not text.startswith(("Precision: ", "&&&& RUNNING")):
+            return
         if (banner := _PRECISION_BANNER_RE.search(text)) is not None:
             names = {_precision_name(p.strip()) for p in banner.group("p").split("+")}
             self.enabled = self.enabled | frozenset(names & _RANK.keys())
@@ -502,16 +519,20 @@ class _Facts:
             self.enabled = self.enabled | frozenset(flags & _RANK.keys())
 
     def _graph(self, text: str) -> None:
-        for rank, pattern in _LAYER_COUNT_RES:
-            if self.layers_rank <= rank and (match := pattern.search(text)) is not None:
-                self.layers, self.layers_rank = int(match.group("n")), rank
-                break
-        if self.fused is None and (fused := _FUSED_RE.search(text)) is not None:
-            self.fused = int(fused.group("n"))
-        if _FUSING_RE.search(text) is not None:
+        if " layers" in text:
+            for rank, pattern in _LAYER_COUNT_RES:
+                if self.layers_rank <= rank and (match := pattern.search(text)) is not None:
+                    self.layers, self.layers_rank = int(match.group("n")), rank
+                    break
+        if self.fused is None and "used " in text:
+            if (fused := _FUSED_RE.search(text)) is not None:
+                self.fused = int(fused.group("n"))
+        if "Fusing " in text and _FUSING_RE.search(text) is not None:
             self.fusing += 1
 
     def _timing(self, text: str) -> None:
+        if " in " not in text and "all engines" not in text:
+            return
         if (generation := _GENERATION_RE.search(text)) is not None:
             self.generation_s += float(generation.group("s"))
             self.generation_seen = True
@@ -555,6 +576,7 @@ class _Message:
     chars: int = 0
     list_open: bool = False
     cut: bool = False
+    first_cut: bool = False
 
     def add(self, text: str) -> None:
         room = MAX_TEXT_CHARS - self.chars
@@ -572,6 +594,7 @@ class _Message:
 
 def _new_message(line: _Line, counted: bool) -> _Message:
     message = _Message(line.severity, counted, line.text[:MAX_TEXT_CHARS])
+    message.first_cut = len(line.text) > MAX_TEXT_CHARS
     message.add(line.text)
     message.list_open = line.text.endswith(":")
     return message
@@ -658,14 +681,16 @@ class _Scanner:
         message, self.message = self.message, None
         if message is None:
             return
-        self.totals.cut = self.totals.cut or message.cut
+        totals = self.totals
         if _is_error(message.severity, message.first):
-            self.totals.error(message.text())
+            totals.cut = totals.cut or message.cut
+            totals.error(message.text())
             return
         if message.severity == "warning" and message.counted:
-            self.totals.warnings += 1
+            totals.warnings += 1
         if message.first and (item := _classify(message.first, self.facts.enabled)) is not None:
-            self.totals.fallback(item)
+            totals.cut = totals.cut or message.first_cut
+            totals.fallback(item)
 
     def result(self, file: str) -> TrtLog:
         self.close()

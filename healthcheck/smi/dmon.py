@@ -15,6 +15,7 @@ process that had no sample in that interval. pmon's last column (``command``) ma
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ _DASH_UNSUPPORTED = frozenset(
     {"mtemp", "sbecc", "dbecc", "enc", "dec", "jpg", "ofa", "pviol", "tviol", "ccpm", "fan"}
 )
 _MAX_COLUMNS = 256
+_INDEX = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,7 @@ def _row(cells: list[str], header: _Header, line_no: int) -> DmonRow:
         else:
             hint = unit if unit and unit.lower() not in _NOT_UNITS else None
             values[name] = decode(cell, unit=hint)
-    gpu = int(gpu_id) if gpu_id.isdigit() and len(gpu_id) < 10 else None
+    gpu = int(gpu_id) if _INDEX.fullmatch(gpu_id) else None
     return DmonRow(gpu, gpu_id, values, units, line_no)
 
 

@@ -26,11 +26,10 @@ from .values import (
 
 __all__ = ["GpuList", "ListedGpu", "MigDevice", "parse_list_gpus"]
 
-_GPU = re.compile(r"^GPU\s+(?P<index>\d{1,6}):\s*(?P<rest>.*?)\s*$")
-_TAIL = re.compile(r"^(?P<name>.*?)\s*\((?P<attrs>(?:UUID|S/N)\s*:[^()]*)\)$", re.IGNORECASE)
+_GPU = re.compile(r"^GPU\s+(?P<index>\d{1,6}):(?P<rest>.*)$")
+_ATTRS = re.compile(r"^(?:UUID|S/N)\s*:", re.IGNORECASE)
 _MIG = re.compile(
-    r"^MIG\s+(?P<profile>\S+)\s+Device\s+(?P<index>\d{1,6}):\s*"
-    r"\(UUID:\s*(?P<uuid>[^()]*?)\s*\)$",
+    r"^MIG\s+(?P<profile>\S+)\s+Device\s+(?P<index>\d{1,6}):\s*\(UUID:(?P<uuid>[^()]*)\)$",
     re.IGNORECASE,
 )
 
@@ -73,14 +72,15 @@ def _attrs(text: str) -> dict[str, str]:
 
 
 def _gpu(match: re.Match[str], line_no: int) -> ListedGpu:
-    rest = match["rest"]
+    rest = match["rest"].strip()
     uuid: str | None = None
     serial: str | None = None
-    tail = _TAIL.match(rest)
     name = rest
-    if tail:
-        name = tail["name"]
-        attrs = _attrs(tail["attrs"])
+    opening = rest.rfind("(")
+    inside = rest[opening + 1 : -1] if opening >= 0 and rest.endswith(")") else ""
+    if _ATTRS.match(inside) and ")" not in inside:
+        name = rest[:opening].strip()
+        attrs = _attrs(inside)
         uuid = attrs.get("UUID") or None
         serial = attrs.get("S/N") or None
         if uuid is not None and uuid.upper() in ("N/A", "[N/A]"):
@@ -123,7 +123,7 @@ def parse_list_gpus(text: str) -> GpuList:
                 MigDevice(
                     mig_match["profile"],
                     int(mig_match["index"]),
-                    mig_match["uuid"] or None,
+                    mig_match["uuid"].strip() or None,
                     line_no,
                 )
             )

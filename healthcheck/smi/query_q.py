@@ -53,9 +53,11 @@ __all__ = [
 ]
 
 _BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+$", re.IGNORECASE)
-_LABEL = r"[A-Za-z0-9][A-Za-z0-9 ._()/+&'#-]*?"
-_KEY_VALUE = re.compile(rf"^(?P<label>{_LABEL})\s*:(?:\s+(?P<value>.*?))?\s*$")
-_SECTION = re.compile(rf"^(?P<label>{_LABEL})\s*$")
+# A label: words of letters, digits and ._()/+&'#- ; it ends in a non-space, so the spaces
+# before the colon are matched only once (no quadratic backtracking on long lines).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9 ._()/+&'#-]*[A-Za-z0-9._()/+&'#-])?"
+_KEY_VALUE = re.compile(rf"^(?P<label>{_LABEL})\s*:(?P<rest>\s.*)?$")
+_SECTION = re.compile(rf"^(?P<label>{_LABEL})$")
 _GPU_SECTION = re.compile(
     r"^GPU\s+(?P<bus>[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])$"
 )
@@ -705,14 +707,14 @@ def _build(text: str) -> tuple[QNode, list[SmiError]]:
         if gpu:
             label, value = stripped, None
         elif match:
-            label, value = match["label"].strip(), match["value"] or ""
+            label, value = match["label"], (match["rest"] or "").strip()
         else:
             section = _SECTION.match(stripped)
             if section is None:
                 if is_command_echo(stripped):
                     continue
                 raise SmiParseError(f"not a line of nvidia-smi -q: {stripped[:80]!r}", line_no)
-            label, value = section["label"].strip(), None
+            label, value = section["label"], None
         while stack[-1].indent >= indent:
             stack.pop()
         if len(stack) > _MAX_DEPTH:

@@ -4,7 +4,8 @@ The result is a plain JSON-able dict, the content of a bundle's `nvml.json` (for
 `sitscheck-nvml`, version 1), so the GPU checks are pure functions of it, live or replayed.
 All GPUs are sampled concurrently (one thread each), so an 8-GPU node takes as long as one.
 Every reading that is not a real value is recorded in the GPU's `unavailable` map with its
-state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...): missing is never zero.
+state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other than "not
+supported" in `failures` with the NVML call and its error: missing is never zero.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class _Recorder:
         self.nvml = nvml
         self.gpu = gpu
         self.unavailable: dict[str, str] = gpu.setdefault("unavailable", {})
+        self.failures: dict[str, str] = gpu.setdefault("failures", {})
 
     def read(self, key: str, function: str, *args: Any) -> Any:
         reading = self.nvml.read(function, *args)
@@ -69,6 +71,8 @@ class _Recorder:
         if reading.ok:
             return reading.value
         self.unavailable.setdefault(key, reading.state)
+        if reading.state != "not_supported" and reading.detail:
+            self.failures.setdefault(key, reading.detail)
         if reading.state in ("gpu_lost", "reset_required"):
             self.gpu["lost"] = {"state": reading.state, "detail": reading.detail}
         return None
@@ -243,12 +247,16 @@ def _nvlinks(rec: _Recorder, handle: Any) -> list[dict[str, Any]]:
             entry["version"] = rec.read(
                 f"nvlink.{link}.version", "nvmlDeviceGetNvLinkVersion", handle, link
             )
-        entry["errors"] = {
-            name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
-            for name, code in NVLINK_ERRORS.items()
-        }
+        entry["errors"] = _nvlink_errors(rec, handle, link)
         links.append(entry)
     return links
+
+
+def _nvlink_errors(rec: _Recorder, handle: Any, link: int) -> dict[str, Any]:
+    return {
+        name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
+        for name, code in NVLINK_ERRORS.items()
+    }
 
 
 def _violations(rec: _Recorder, handle: Any) -> dict[str, Any]:
@@ -310,7 +318,8 @@ def _sample_window(
     gpm.take()
     while True:
         samples.append(_sample(rec, handle, round(time.monotonic() - started, 3)))
-        if "lost" in gpu or time.monotonic() + interval_s > deadline:
+        stuck = nvml.stuck_at is not None
+        if "lost" in gpu or stuck or time.monotonic() + interval_s > deadline:
             break
         time.sleep(interval_s)
         gpm.take_if_due()
@@ -321,6 +330,8 @@ def _sample_window(
         "pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle
     )
     gpu["violations_ns_end"] = _violations(rec, handle)
+    for entry in gpu.get("nvlink") or []:
+        entry["errors_end"] = _nvlink_errors(rec, handle, entry["link"])
     gpu["sampled_s"] = round(time.monotonic() - started, 3)
 
 

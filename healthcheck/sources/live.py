@@ -10,10 +10,9 @@ import os
 import platform
 import socket
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .artifacts import COMMAND_ARTIFACTS
@@ -23,6 +22,9 @@ from .files import FileTree
 from .gpu_snapshot import collect_snapshot
 from .kernel_log import open_live_kernel_log
 from .nvml import Nvml, NvmlUnavailable
+
+if TYPE_CHECKING:
+    from ..load import LoadHandle
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 DEV_CTL = "/dev/nvidiactl"
@@ -36,7 +38,8 @@ class LiveOptions:
     sample_interval_s: float = 0.2
     sys_root: str = "/sys"
     trt_log_paths: list[Path] = field(default_factory=list)
-    load: Callable[[], dict[str, object]] | None = None
+    load_seconds: float | None = None
+    driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
 class LiveSources:
@@ -51,6 +54,7 @@ class LiveSources:
         self._snapshot: tuple[dict[str, Any] | None, str | None] | None = None
         self._nvml: Nvml | None = None
         self._driver: DriverProbe | None = None
+        self._load: LoadHandle | None = None
 
     @property
     def mode(self) -> str:
@@ -66,8 +70,10 @@ class LiveSources:
         return self._driver
 
     def _probe_driver(self) -> DriverProbe:
-        if os.path.exists(PROC_DRIVER) or os.path.exists(DEV_CTL):
-            return DriverProbe("present", f"{PROC_DRIVER} or {DEV_CTL} exists")
+        markers = self.options.driver_markers
+        found = next((m for m in markers if os.path.exists(m)), None)
+        if found is not None:
+            return DriverProbe("present", f"{found} exists")
         if self.runner.which("nvidia-smi") is not None:
             return DriverProbe(
                 "not_loaded", "nvidia-smi is installed but the NVIDIA kernel module is not loaded"
@@ -110,13 +116,17 @@ class LiveSources:
             nvml.init()
         except NvmlUnavailable as exc:
             return None, str(exc)
+        busy = self._start_load if self.options.load_seconds else None
         snapshot = collect_snapshot(
-            nvml,
-            self.options.sample_seconds,
-            self.options.sample_interval_s,
-            busy=self.options.load,
+            nvml, self.options.sample_seconds, self.options.sample_interval_s, busy=busy
         )
         return snapshot, None
+
+    def _start_load(self) -> dict[str, object]:
+        from ..load import start_load
+
+        self._load = start_load(float(self.options.load_seconds or 0.0))
+        return self._load.summary()
 
     def trt_logs(self) -> list[Path]:
         return list(self.options.trt_log_paths)
@@ -130,6 +140,8 @@ class LiveSources:
         }
 
     def close(self) -> None:
+        if self._load is not None:
+            self._load.stop()
         if self._nvml is not None:
             self._nvml.shutdown()
 

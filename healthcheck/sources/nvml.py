@@ -67,6 +67,7 @@ class Nvml:
         self._caller = DeadlineCaller("nvml")
         self._init_lock = threading.Lock()
         self._initialised = False
+        self._stuck_at: str | None = None
 
     @classmethod
     def load(cls, deadline_s: float = 5.0) -> Nvml:
@@ -111,15 +112,27 @@ class Nvml:
         fn = getattr(self._lib, function, None)
         if fn is None:
             raise NvmlCallError(label, "not_supported", "not in this NVML binding")
+        if self._stuck_at is not None:
+            # One call that never returned means the driver is wedged: every later call would
+            # cost its own deadline. Fail fast, naming the call that hung.
+            raise NvmlCallError(
+                label, "timeout", f"not tried: NVML stopped answering at {self._stuck_at}"
+            )
         try:
             return self._caller.call(lambda: fn(*args), self._deadline_s, label)
         except ProbeTimeout as exc:
+            self._stuck_at = self._stuck_at or label
             raise NvmlCallError(label, "timeout", str(exc)) from exc
         except NvmlCallError:
             raise
         except Exception as exc:
             state = _STATE_BY_ERROR_NAME.get(self._error_name(exc) or "", "error")
             raise NvmlCallError(label, state, self._describe(exc)) from exc
+
+    @property
+    def stuck_at(self) -> str | None:
+        """The call that overran its deadline, after which NVML is not asked again."""
+        return self._stuck_at
 
     def read(self, function: str, *args: Any) -> Reading[Any]:
         try:

@@ -1,0 +1,738 @@
+"""Pure parser for PCIe Advanced Error Reporting (AER) reports in the kernel log.
+
+Reads `KernelLine`s (see `sitscheck.kernlog.lines`) as a stream and groups the lines of each
+AER report into one `AerEvent`, in every wording the kernel has used:
+
+- 2.6.32 .. 4.18: ``AER: Corrected error received: id=00e8`` headers, ``PCIe Bus Error:
+  severity=Corrected, type=Physical Layer, id=00e8(Receiver ID)``, long bit names
+  (``Receiver Error``, ``Replay Timer Timeout``, ...);
+- 4.19 .. 6.7: ``AER: Corrected error received: 0000:00:1c.5`` and short bit names;
+- 6.8+: ``AER: Correctable error message received from 0000:00:00.0`` (``(no details found``);
+- firmware-first (APEI/GHES) ``{1}[Hardware Error]: ... section_type: PCIe error`` blocks and
+  the ``aer_status: 0x.., aer_mask: 0x..`` / ``aer_layer=.., aer_agent=..`` lines the kernel
+  prints for them;
+- copies with runs of whitespace collapsed, ``AER:`` before every detail line or not, 5-digit
+  VMD domains.
+
+Detail lines are matched to their report by the device prefix every one of them carries, so
+other messages printed in between change nothing. The grouping rules are those of the project's
+facts document (section "aer"); `AerEvent.to_fact()` gives exactly its keys plus `time`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from sitscheck.kernlog.lines import KernelLine
+
+__all__ = [
+    "CORRECTABLE_BITS",
+    "UNCORRECTABLE_BITS",
+    "AerEvent",
+    "Severity",
+    "might_be_aer",
+    "parse_aer",
+]
+
+Severity = Literal["corrected", "nonfatal", "fatal"]
+
+CORRECTABLE_BITS: dict[int, str] = {
+    0: "RxErr",
+    6: "BadTLP",
+    7: "BadDLLP",
+    8: "Rollover",
+    12: "Timeout",
+    13: "NonFatalErr",
+    14: "CorrIntErr",
+    15: "HeaderOF",
+}
+UNCORRECTABLE_BITS: dict[int, str] = {
+    0: "Undefined",
+    4: "DLP",
+    5: "SDES",
+    12: "TLP",
+    13: "FCP",
+    14: "CmpltTO",
+    15: "CmpltAbrt",
+    16: "UnxCmplt",
+    17: "RxOF",
+    18: "MalfTLP",
+    19: "ECRC",
+    20: "UnsupReq",
+    21: "ACSViol",
+    22: "UncorrIntErr",
+    23: "BlockedTLP",
+    24: "AtomicOpBlocked",
+    25: "TLPBlockedErr",
+    26: "PoisonTLPBlocked",
+    27: "DMWrReqBlocked",
+    28: "IDECheck",
+    29: "MisIDETLP",
+    30: "PCRC_CHECK",
+    31: "TLPXlatBlocked",
+}
+# the names kernels before 4.19 printed, and what they are called now
+_LONG_NAMES: dict[str, str] = {
+    "Receiver Error": "RxErr",
+    "Bad TLP": "BadTLP",
+    "Bad DLLP": "BadDLLP",
+    "RELAY_NUM Rollover": "Rollover",
+    "Replay Timer Timeout": "Timeout",
+    "Advisory Non-Fatal": "NonFatalErr",
+    "Corrected Internal Error": "CorrIntErr",
+    "Header Log Overflow": "HeaderOF",
+    "Data Link Protocol": "DLP",
+    "Surprise Down Error": "SDES",
+    "Poisoned TLP": "TLP",
+    "Flow Control Protocol": "FCP",
+    "Completion Timeout": "CmpltTO",
+    "Completer Abort": "CmpltAbrt",
+    "Unexpected Completion": "UnxCmplt",
+    "Receiver Overflow": "RxOF",
+    "Malformed TLP": "MalfTLP",
+    "Unsupported Request": "UnsupReq",
+    "ACS Violation": "ACSViol",
+    "Uncorrectable Internal Error": "UncorrIntErr",
+    "MC Blocked TLP": "BlockedTLP",
+    "AtomicOp Egress Blocked": "AtomicOpBlocked",
+    "TLP Prefix Blocked Error": "TLPBlockedErr",
+    "Poisoned TLP Egress Blocked": "PoisonTLPBlocked",
+}
+_CORRECTABLE_NAMES = frozenset(CORRECTABLE_BITS.values())
+_UNCORRECTABLE_NAMES = frozenset(UNCORRECTABLE_BITS.values())
+_KNOWN_NAMES = _CORRECTABLE_NAMES | _UNCORRECTABLE_NAMES
+_LAYERS = frozenset({"Physical Layer", "Data Link Layer", "Transaction Layer"})
+_UNCORRECTABLE = "uncorrectable"  # a provisional severity: uncorrectable, fatality unknown
+
+_BDF = r"(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_DEV_PREFIX = re.compile(r"(\S+) (" + _BDF + r"):(?: |$)")
+_HEADER = re.compile(
+    r"(?P<multi>Multiple )?"
+    r"(?P<sev>Corrected|Correctable|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)) error "
+    r"(?:message )?received(?::| from)?\s*"
+    r"(?:id=(?P<id>[0-9a-fA-F]{1,4})|(?P<src>" + _BDF + r"))?"
+)
+_BUS_ERROR = re.compile(r"PCIe Bus Error:\s*severity=(?P<sev>[^,]+)(?:,\s*type=(?P<type>[^,]+))?")
+_STATUS = re.compile(
+    r"device \[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\] error status/mask="
+    r"(?P<status>[0-9a-fA-F]{1,8})/(?P<mask>[0-9a-fA-F]{1,8})"
+)
+_BIT = re.compile(r"\[\s*(?P<bit>\d{1,2})\]\s*(?P<name>.*)")
+_CANT_FIND = re.compile(r"can't find device of ID\s*(?P<id>[0-9a-fA-F]{1,4})")
+_AER_STATUS = re.compile(
+    r"aer_(?P<which>cor_|uncor_)?status:\s*0x(?P<status>[0-9a-fA-F]{1,8}),\s*"
+    r"aer_(?:cor_|uncor_)?mask:\s*0x(?P<mask>[0-9a-fA-F]{1,8})"
+)
+_AER_LAYER = re.compile(r"aer_layer=(?P<layer>[^,]+)")
+_CPER = re.compile(r"(?:\{(?P<rec>\d+)\})?\[Hardware Error\]:\s?(?P<text>.*)")
+_CPER_DEVICE = re.compile(r"device_id:\s*(?P<bdf>" + _BDF + r")")
+_CPER_VENDOR = re.compile(
+    r"vendor_id:\s*0x(?P<vendor>[0-9a-fA-F]{1,4}),\s*device_id:\s*0x(?P<device>[0-9a-fA-F]{1,4})"
+)
+
+_MAX_OPEN_HEADERS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class AerEvent:
+    """One AER report: the facts of the project's "aer" section, plus when it began."""
+
+    reporter: str | None
+    device: str | None
+    vendor_device: str | None
+    severity: Severity
+    type: str | None
+    errors: tuple[str, ...]
+    multiple: bool
+    time: str | None = None
+
+    def to_fact(self) -> dict[str, object]:
+        return {
+            "reporter": self.reporter,
+            "device": self.device,
+            "vendor_device": self.vendor_device,
+            "severity": self.severity,
+            "type": self.type,
+            "errors": list(self.errors),
+            "multiple": self.multiple,
+            "time": self.time,
+        }
+
+
+def might_be_aer(raw_line: str) -> bool:
+    """Cheap substring test: False only for lines `parse_aer` never needs (raw or body)."""
+    if "AER" in raw_line or "PCIe Bus Error" in raw_line or "status/mask" in raw_line:
+        return True
+    if "Hardware Error" in raw_line or "aer_" in raw_line or "find device of ID" in raw_line:
+        return True
+    return ":    [" in raw_line or _has_bit_index(raw_line)
+
+
+def _has_bit_index(raw_line: str) -> bool:
+    """A whitespace-collapsed bit line: ": [14] CmpltTO" / ": [ 0] RxErr" / ": [0] RxErr"."""
+    at = raw_line.find(": [")
+    while at >= 0:
+        window = raw_line[at + 3 : at + 6]
+        if len(window) >= 2 and window[0] in " 0123456789":
+            if window[1].isdigit() and window[2:3] == "]":
+                return True
+            if window[0] != " " and window[1] == "]":
+                return True
+        at = raw_line.find(": [", at + 3)
+    return False
+
+
+def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
+    """Every AER report in `lines`, in the order each began."""
+    state = _AerState()
+    for line in lines:
+        state.feed(line)
+    return state.events()
+
+
+# ---------------------------------------------------------------------------------------------
+# building blocks (mutable while the stream is read; turned into AerEvents at the end)
+
+
+class _Header:
+    """A "... error received" line: the port that logged a report, and its detail blocks."""
+
+    __slots__ = ("blocks", "multiple", "reporter", "severity", "source", "source_id", "time")
+
+    def __init__(self, reporter: str | None, time: str | None) -> None:
+        self.reporter = reporter
+        self.time = time
+        self.severity: str | None = None
+        self.multiple = False
+        self.source: str | None = None
+        self.source_id: int | None = None
+        self.blocks: list[_Block] = []
+
+
+class _Block:
+    """The detail lines printed for one device: severity/type, status/mask, bits."""
+
+    __slots__ = (
+        "bits",
+        "bus_line",
+        "device",
+        "header",
+        "layer",
+        "mask",
+        "severity",
+        "status",
+        "time",
+        "type",
+        "uncorrectable_hint",
+        "vendor_device",
+    )
+
+    def __init__(self, device: str | None, time: str | None) -> None:
+        self.device = device
+        self.time = time
+        self.header: _Header | None = None
+        self.bus_line = False
+        self.severity: str | None = None
+        self.type: str | None = None
+        self.layer: str | None = None
+        self.vendor_device: str | None = None
+        self.status: int | None = None
+        self.mask = 0
+        self.bits: list[tuple[int, str | None]] = []
+        self.uncorrectable_hint = False
+
+    def has_details(self) -> bool:
+        return self.bus_line or self.status is not None or bool(self.bits)
+
+
+class _Record:
+    """One firmware-first CPER record ({N}[Hardware Error]: ...)."""
+
+    __slots__ = ("current", "event_severity", "section_severity", "time")
+
+    def __init__(self, time: str | None) -> None:
+        self.time = time
+        self.event_severity: str | None = None
+        self.section_severity: str | None = None
+        self.current: _Section | None = None
+
+
+class _Section:
+    """One "section_type: PCIe error" section of a CPER record."""
+
+    __slots__ = (
+        "cor",
+        "device",
+        "layer",
+        "merged",
+        "record",
+        "severity",
+        "status",
+        "time",
+        "uncor",
+        "vendor_device",
+    )
+
+    def __init__(self, record: _Record) -> None:
+        self.record = record
+        self.time = record.time
+        self.severity = record.section_severity or record.event_severity
+        self.device: str | None = None
+        self.vendor_device: str | None = None
+        self.status: tuple[int, int] | None = None
+        self.cor: tuple[int, int] | None = None
+        self.uncor: tuple[int, int] | None = None
+        self.layer: str | None = None
+        self.merged: _Block | None = None
+
+
+_Slot = _Header | _Block | _Section
+
+
+class _AerState:
+    """The stream state: reports in order of their first line, and what is still open."""
+
+    def __init__(self) -> None:
+        self.slots: list[_Slot] = []
+        self.open_blocks: dict[str | None, _Block] = {}
+        self.open_headers: list[_Header] = []
+        self.records: dict[str, _Record] = {}
+        self.sections_by_device: dict[str, _Section] = {}
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def feed(self, line: KernelLine) -> None:
+        body = line.body
+        if not might_be_aer(body):
+            return
+        if "[Hardware Error]" in body:
+            self._cper(line)
+            return
+        prefix = _DEV_PREFIX.match(body)
+        if prefix is not None:
+            device: str | None = _normalise_bdf(prefix.group(2))
+            rest = body[prefix.end() :]
+        else:
+            device, rest = None, body
+        rest = rest.lstrip()
+        if rest.startswith("AER:"):
+            rest = rest[4:].lstrip()
+        self._detail_or_header(line, device, rest)
+
+    def _detail_or_header(self, line: KernelLine, device: str | None, rest: str) -> None:
+        if rest.startswith("["):
+            self._bit(line, device, rest)
+        elif rest.startswith("PCIe Bus Error"):
+            self._bus_error(line, device, rest)
+        elif rest.startswith("device ["):
+            self._status(line, device, rest)
+        elif "received" in rest:
+            self._header(line, device, rest)
+        elif rest.startswith("can't find device"):
+            self._cant_find(line, device, rest)
+        elif rest.startswith("aer_"):
+            self._ghes(line, device, rest)
+
+    def _header(self, line: KernelLine, reporter: str | None, rest: str) -> None:
+        match = _HEADER.search(rest)
+        if match is None:
+            return
+        header = _Header(reporter, line.time)
+        header.severity = _severity_word(match.group("sev"))
+        header.multiple = match.group("multi") is not None
+        if match.group("src"):
+            header.source = _normalise_bdf(match.group("src"))
+            header.source_id = _bdf_id(header.source)
+        elif match.group("id"):
+            header.source_id = int(match.group("id"), 16)
+        self.open_blocks.clear()
+        self.open_headers = [h for h in self.open_headers if h.reporter != reporter]
+        self.open_headers.append(header)
+        del self.open_headers[:-_MAX_OPEN_HEADERS]
+        self.slots.append(header)
+
+    def _cant_find(self, line: KernelLine, reporter: str | None, rest: str) -> None:
+        match = _CANT_FIND.search(rest)
+        source_id = int(match.group("id"), 16) if match else None
+        for header in reversed(self.open_headers):
+            if header.reporter == reporter and not header.blocks:
+                if header.source_id is None or header.source_id == source_id:
+                    return  # the header's own "no details" note: part of its event
+        orphan = _Header(reporter, line.time)
+        orphan.source_id = source_id
+        self.slots.append(orphan)
+
+    def _bus_error(self, line: KernelLine, device: str | None, rest: str) -> None:
+        match = _BUS_ERROR.match(rest)
+        severity = _severity_word(match.group("sev")) if match else None
+        block = self.open_blocks.get(device)
+        if block is None or block.has_details():
+            block = self._start_block(device, line, severity)
+        block.bus_line = True
+        block.severity = severity
+        if match and match.group("type"):
+            layer = match.group("type").strip()
+            block.type = layer if layer in _LAYERS else None
+
+    def _status(self, line: KernelLine, device: str | None, rest: str) -> None:
+        match = _STATUS.match(rest)
+        if match is None:
+            return
+        block = self.open_blocks.get(device)
+        if block is None or block.status is not None or block.bits:
+            block = self._start_block(device, line, None)
+        block.vendor_device = match.group("vd").lower()
+        block.status = int(match.group("status"), 16)
+        block.mask = int(match.group("mask"), 16)
+
+    def _bit(self, line: KernelLine, device: str | None, rest: str) -> None:
+        match = _BIT.match(rest)
+        if match is None:
+            return
+        bit = int(match.group("bit"))
+        block = self.open_blocks.get(device)
+        if block is None or (block.bits and bit <= block.bits[-1][0]):
+            block = self._start_block(device, line, None)
+        block.bits.append((bit, _bit_name(match.group("name"))))
+
+    def _ghes(self, line: KernelLine, device: str | None, rest: str) -> None:
+        """The kernel's own print of a firmware-first report (pci_print_aer)."""
+        status = _AER_STATUS.match(rest)
+        if status is not None:
+            self._ghes_block(line, device, status)
+            return
+        block = self.open_blocks.get(device)
+        if block is None:
+            return
+        layer = _AER_LAYER.match(rest)
+        if layer is not None:
+            block.layer = layer.group("layer").strip()
+        elif rest.startswith("aer_uncor_severity"):
+            block.uncorrectable_hint = True
+
+    def _ghes_block(self, line: KernelLine, device: str | None, status: re.Match[str]) -> None:
+        """ "aer_status: 0x.., aer_mask: 0x..": joins the CPER section printed for the device."""
+        block = _Block(device, line.time)
+        block.bus_line = True
+        block.status = int(status.group("status"), 16)
+        block.mask = int(status.group("mask"), 16)
+        section = self.sections_by_device.get(device) if device else None
+        if section is not None and section.merged is None:
+            section.merged = block
+        else:
+            self.slots.append(block)
+        self.open_blocks[device] = block
+
+    def _start_block(self, device: str | None, line: KernelLine, severity: str | None) -> _Block:
+        block = _Block(device, line.time)
+        header = self._header_for(device, severity)
+        if header is not None:
+            block.header = header
+            header.blocks.append(block)
+        else:
+            self.slots.append(block)
+        self.open_blocks[device] = block
+        return block
+
+    def _header_for(self, device: str | None, severity: str | None) -> _Header | None:
+        for header in reversed(self.open_headers):
+            if not _same_class(severity, header.severity):
+                continue
+            if not _same_domain(device, header.reporter):
+                continue
+            if any(block.device == device for block in header.blocks):
+                continue
+            return header
+        return None
+
+    def _cper(self, line: KernelLine) -> None:
+        match = _CPER.search(line.body)
+        if match is None or not line.body.lstrip().startswith(("{", "[Hardware Error]")):
+            return
+        key = match.group("rec") or ""
+        text = match.group("text").strip()
+        record = self.records.get(key)
+        if record is None or text.startswith("Hardware error from"):
+            record = _Record(line.time)
+            self.records[key] = record
+        _cper_field(self, record, text)
+
+    # -- results -------------------------------------------------------------------------------
+
+    def events(self) -> list[AerEvent]:
+        drafts: list[_Draft] = []
+        for slot in self.slots:
+            if isinstance(slot, _Header):
+                drafts.extend(_header_drafts(slot))
+            elif isinstance(slot, _Block):
+                drafts.append(_block_draft(slot, None))
+            else:
+                drafts.append(_section_draft(slot))
+        _resolve_severities(drafts)
+        return [draft.event() for draft in drafts]
+
+
+def _cper_field(state: _AerState, record: _Record, text: str) -> None:
+    """One line of a CPER record."""
+    if text.startswith("event severity:"):
+        record.event_severity = _cper_severity(text.partition(":")[2])
+    elif text.startswith("Error ") and "type:" in text:
+        record.section_severity = _cper_severity(text.partition("type:")[2])
+        record.current = None
+    elif text.startswith("section_type:"):
+        record.current = None
+        if "PCIe error" in text:
+            record.current = _Section(record)
+            state.slots.append(record.current)
+    elif record.current is not None:
+        _cper_section_field(state, record.current, text)
+
+
+def _cper_section_field(state: _AerState, section: _Section, text: str) -> None:
+    if text.startswith("device_id:"):
+        device = _CPER_DEVICE.match(text)
+        if device is not None:
+            section.device = _normalise_bdf(device.group("bdf"))
+            state.sections_by_device[section.device] = section
+    elif text.startswith("vendor_id:"):
+        vendor = _CPER_VENDOR.match(text)
+        if vendor is not None:
+            section.vendor_device = (
+                f"{int(vendor.group('vendor'), 16):04x}:{int(vendor.group('device'), 16):04x}"
+            )
+    elif text.startswith("aer_"):
+        status = _AER_STATUS.match(text)
+        if status is not None:
+            pair = (int(status.group("status"), 16), int(status.group("mask"), 16))
+            which = status.group("which")
+            if which == "cor_":
+                section.cor = pair
+            elif which == "uncor_":
+                section.uncor = pair
+            else:
+                section.status = pair
+        layer = _AER_LAYER.match(text)
+        if layer is not None:
+            section.layer = layer.group("layer").strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# drafts: events before severity is resolved from context
+
+
+class _Draft:
+    __slots__ = (
+        "bits",
+        "device",
+        "multiple",
+        "reporter",
+        "severity",
+        "status",
+        "time",
+        "type",
+        "vendor_device",
+    )
+
+    def __init__(self, time: str | None) -> None:
+        self.time = time
+        self.reporter: str | None = None
+        self.device: str | None = None
+        self.vendor_device: str | None = None
+        self.severity: str | None = None  # provisional: a Severity, _UNCORRECTABLE or None
+        self.type: str | None = None
+        self.multiple = False
+        self.status: tuple[int, int] | None = None
+        self.bits: list[tuple[int, str | None]] = []
+
+    def event(self) -> AerEvent:
+        severity: Severity = _final_severity(self.severity)
+        return AerEvent(
+            reporter=self.reporter,
+            device=self.device,
+            vendor_device=self.vendor_device,
+            severity=severity,
+            type=self.type,
+            errors=_errors(severity, self.status, self.bits),
+            multiple=self.multiple,
+            time=self.time,
+        )
+
+
+def _header_drafts(header: _Header) -> list[_Draft]:
+    if header.blocks:
+        return [_block_draft(block, header) for block in header.blocks]
+    draft = _Draft(header.time)
+    draft.reporter = header.reporter
+    draft.device = header.source
+    draft.severity = header.severity
+    draft.multiple = header.multiple
+    return [draft]
+
+
+def _block_draft(block: _Block, header: _Header | None) -> _Draft:
+    draft = _Draft(header.time if header else block.time)
+    draft.device = block.device if block.device else (header.source if header else None)
+    draft.vendor_device = block.vendor_device
+    draft.type = block.type or _layer(block.layer)
+    draft.status = (block.status, block.mask) if block.status is not None else None
+    draft.bits = block.bits
+    draft.severity = block.severity or (header.severity if header else None)
+    if header is not None:
+        draft.reporter = header.reporter
+        draft.multiple = header.multiple
+    if draft.severity is None:
+        draft.severity = _severity_from_names(block)
+    return draft
+
+
+def _section_draft(section: _Section) -> _Draft:
+    draft = _Draft(section.time)
+    draft.device = section.device
+    draft.vendor_device = section.vendor_device
+    draft.severity = section.severity or "corrected"
+    draft.type = _layer(section.layer)
+    merged = section.merged
+    if merged is not None:
+        draft.status = (merged.status, merged.mask) if merged.status is not None else None
+        draft.bits = merged.bits
+        draft.type = draft.type or _layer(merged.layer)
+    elif draft.severity == "corrected":
+        draft.status = section.cor or section.status
+    else:
+        draft.status = section.uncor or section.status
+    return draft
+
+
+def _severity_from_names(block: _Block) -> str | None:
+    names = {name for _, name in block.bits if name}
+    if names & _CORRECTABLE_NAMES:
+        return "corrected"
+    if names & _UNCORRECTABLE_NAMES or block.uncorrectable_hint:
+        return _UNCORRECTABLE
+    return None
+
+
+def _resolve_severities(drafts: list[_Draft]) -> None:
+    """Severity is never null: take it from the nearest report on the same device."""
+    for index, draft in enumerate(drafts):
+        if draft.severity in ("corrected", "nonfatal", "fatal"):
+            continue
+        wanted = ("nonfatal", "fatal") if draft.severity == _UNCORRECTABLE else None
+        found = _nearest_severity(drafts, index, wanted)
+        if found is not None:
+            draft.severity = found
+        else:
+            draft.severity = "nonfatal" if draft.severity == _UNCORRECTABLE else "corrected"
+
+
+def _nearest_severity(
+    drafts: list[_Draft], index: int, wanted: tuple[str, ...] | None
+) -> str | None:
+    device = drafts[index].device
+    if device is None:
+        return None
+    known = ("corrected", "nonfatal", "fatal") if wanted is None else wanted
+    for distance in range(1, len(drafts)):
+        for other in (index + distance, index - distance):
+            if 0 <= other < len(drafts):
+                candidate = drafts[other]
+                if candidate.device == device and candidate.severity in known:
+                    return candidate.severity
+    return None
+
+
+def _final_severity(value: str | None) -> Severity:
+    if value == "fatal":
+        return "fatal"
+    if value in ("nonfatal", _UNCORRECTABLE):
+        return "nonfatal"
+    return "corrected"
+
+
+def _errors(
+    severity: Severity, status: tuple[int, int] | None, bits: list[tuple[int, str | None]]
+) -> tuple[str, ...]:
+    """Bit names: decoded from status & ~mask when printed, then the bit lines as printed."""
+    table = CORRECTABLE_BITS if severity == "corrected" else UNCORRECTABLE_BITS
+    names: list[str] = []
+    if status is not None:
+        unmasked = status[0] & ~status[1]
+        for bit in range(32):
+            name = table.get(bit) if unmasked >> bit & 1 else None
+            if name is not None and name not in names:
+                names.append(name)
+    for bit, printed in bits:
+        name = printed if printed is not None else table.get(bit)
+        if name is not None and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _normalise_bdf(text: str) -> str:
+    """`dddd:bb:dd.f`, lower case, 4-digit domain added or padded (5-digit VMD kept)."""
+    text = text.lower()
+    domain, sep, rest = text.partition(":")
+    if rest.count(":") == 0:  # "bb:dd.f" with no domain
+        return "0000:" + text
+    return domain.zfill(4) + sep + rest
+
+
+def _bdf_id(bdf: str) -> int:
+    """The 16-bit requester id (bus << 8 | devfn) of a bus id."""
+    bus, slot_fn = bdf.split(":")[-2:]
+    slot, _, fn = slot_fn.partition(".")
+    return int(bus, 16) << 8 | int(slot, 16) << 3 | int(fn)
+
+
+def _severity_word(text: str) -> str | None:
+    lowered = text.lower()
+    if "non-fatal" in lowered:
+        return "nonfatal"
+    if "fatal" in lowered:
+        return "fatal"
+    if "correct" in lowered:
+        return "corrected"
+    return None
+
+
+def _cper_severity(text: str) -> str:
+    """CPER severities as the kernel maps them (cper_severity_to_aer)."""
+    word = text.strip().lower()
+    if word.startswith("recoverable"):
+        return "nonfatal"
+    if word.startswith("fatal"):
+        return "fatal"
+    return "corrected"
+
+
+def _same_class(block: str | None, header: str | None) -> bool:
+    if block is None or header is None:
+        return True
+    return (block == "corrected") == (header == "corrected")
+
+
+def _same_domain(device: str | None, reporter: str | None) -> bool:
+    if device is None or reporter is None:
+        return True
+    return device.partition(":")[0] == reporter.partition(":")[0]
+
+
+def _layer(text: str | None) -> str | None:
+    return text if text in _LAYERS else None
+
+
+def _bit_name(printed: str) -> str | None:
+    """The current short name of a printed bit line's name (None for "Unknown Error Bit")."""
+    name = printed.strip()
+    if name.endswith("(First)"):
+        name = name[: -len("(First)")].rstrip()
+    if name in _KNOWN_NAMES:
+        return name
+    return _LONG_NAMES.get(" ".join(name.split()))

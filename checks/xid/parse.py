@@ -1,0 +1,307 @@
+"""Pure parser for NVIDIA Xid / NVSwitch SXid reports and "fallen off the bus" messages.
+
+Reads `KernelLine`s (see `sitscheck.kernlog.lines`) as a stream. One `XidEvent` per:
+
+- ``NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.`` in
+  every shape the driver has printed: old ``(0003:00)`` / ``(0000:03:00)`` addresses, MIG
+  ``(PCI:0000:3b:00 GPU-I:01 GPU-CI:02)`` attribution, no pid/name fields, ``pid=1300,`` alone,
+  ``pid='<unknown>', name=<unknown>``, ``name=(udev-worker)``;
+- ``nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, ...`` (every line is one event);
+- a "fallen off the bus" message without an Xid number, single-line (``NVRM: GPU
+  0000:91:00.0: GPU has fallen off the bus.``, ``NVRM: GPU at 0000:01:00.0 has fallen off the
+  bus.``) or the three-line ``NVRM: The NVIDIA GPU 0000:b3:00.0`` / ``(PCI ID: ...)`` /
+  ``fallen off the bus ...`` form. Printed next to an Xid 79 for the same GPU it is the same
+  event, counted once.
+
+Continuation lines (GSP RPC history tables, RISC-V register dumps, other indented NVRM lines)
+are kept with the event above them (`XidEvent.details`, bounded). The facts are those of the
+project's facts document (section "xid"); `XidEvent.to_fact()` gives them plus `time` and
+`message`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sitscheck.kernlog.lines import KernelLine
+
+__all__ = ["XidEvent", "might_be_xid", "parse_xid"]
+
+_ADDR = r"[0-9a-fA-F]{1,8}(?::[0-9a-fA-F]{1,4}){1,2}(?:\.[0-7])?"
+_TAIL = r")(?P<attr>[^)]*)\):\s*(?P<code>\d+)(?:,\s?(?P<rest>.*))?"
+_XID = re.compile(r"\bXid \((?:PCI:)?(?P<addr>" + _ADDR + _TAIL)
+_SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<addr>" + _ADDR + _TAIL)
+_MIG = re.compile(r"GPU-(?P<kind>C?I):\s*(?P<id>\d+)")
+_BDF = re.compile(r"(?:PCI:)?(?P<addr>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
+_FALLEN = "fallen off the bus"
+_FALL_START = "The NVIDIA GPU "
+_FALL_LINES = 4  # the multi-line message is three lines; allow one stray NVRM line
+# NVRM lines that begin a new context rather than continue a dump
+_CONTEXT = ("GPU at PCI:", "GPU Board Serial Number", "loading NVIDIA", "The NVIDIA ")
+_MAX_DETAILS = 64
+_UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """One Xid, SXid or fallen-off-the-bus report."""
+
+    device: str | None
+    xid: int | None
+    sxid: int | None
+    pid: int | None
+    process: str | None
+    message: str
+    time: str | None = None
+    gpu_instance: int | None = None
+    compute_instance: int | None = None
+    details: tuple[str, ...] = ()
+
+    def to_fact(self) -> dict[str, object]:
+        return {
+            "device": self.device,
+            "xid": self.xid,
+            "sxid": self.sxid,
+            "pid": self.pid,
+            "process": self.process,
+            "time": self.time,
+            "message": self.message,
+        }
+
+
+def might_be_xid(raw_line: str) -> bool:
+    """Cheap substring test: False only for lines `parse_xid` never needs (raw or body)."""
+    return "Xid" in raw_line or "NVRM" in raw_line or _FALLEN in raw_line
+
+
+def parse_xid(lines: Iterable[KernelLine]) -> list[XidEvent]:
+    """Every Xid/SXid/fallen-off-the-bus event in `lines`, in order."""
+    state = _XidState()
+    for line in lines:
+        state.feed(line)
+    return [draft.event() for draft in state.drafts]
+
+
+class _Draft:
+    __slots__ = (
+        "compute_instance",
+        "details",
+        "device",
+        "falls",
+        "gpu_instance",
+        "message",
+        "paired",
+        "pid",
+        "process",
+        "sxid",
+        "time",
+        "xid",
+    )
+
+    def __init__(self, device: str | None, time: str | None, message: str) -> None:
+        self.device = device
+        self.time = time
+        self.message = message
+        self.xid: int | None = None
+        self.sxid: int | None = None
+        self.pid: int | None = None
+        self.process: str | None = None
+        self.gpu_instance: int | None = None
+        self.compute_instance: int | None = None
+        self.details: list[str] = []
+        self.falls = False  # an Xid 79 or a fallen-off-the-bus message
+        self.paired = False  # already counted together with its Xid 79 / message
+
+    def event(self) -> XidEvent:
+        return XidEvent(
+            device=self.device,
+            xid=self.xid,
+            sxid=self.sxid,
+            pid=self.pid,
+            process=self.process,
+            message=self.message,
+            time=self.time,
+            gpu_instance=self.gpu_instance,
+            compute_instance=self.compute_instance,
+            details=tuple(self.details),
+        )
+
+
+class _PendingFall:
+    """The first line(s) of the multi-line "The NVIDIA GPU ... fallen off the bus" message."""
+
+    __slots__ = ("device", "left", "parts", "time")
+
+    def __init__(self, device: str | None, time: str | None, text: str) -> None:
+        self.device = device
+        self.time = time
+        self.parts = [text]
+        self.left = _FALL_LINES - 1
+
+
+class _XidState:
+    def __init__(self) -> None:
+        self.drafts: list[_Draft] = []
+        self.last_by_device: dict[str | None, _Draft] = {}
+        self.pending: _PendingFall | None = None
+        self.attach: _Draft | None = None
+
+    def feed(self, line: KernelLine) -> None:
+        body = line.body
+        if not might_be_xid(body):
+            return
+        if "Xid (" in body:
+            if self._sxid(line) or self._xid(line):
+                return
+        nvrm = _nvrm_text(body)
+        if self.pending is not None and self._continue_fall(line, nvrm):
+            return
+        if _FALLEN in body:
+            self._fallen(line.time, _bdf_in(body), nvrm if nvrm is not None else body.strip())
+            return
+        if nvrm is not None and nvrm.startswith(_FALL_START):
+            self.pending = _PendingFall(_bdf_in(nvrm), line.time, nvrm)
+            self.attach = None
+            return
+        self._continuation(nvrm)
+
+    def _xid(self, line: KernelLine) -> bool:
+        match = _XID.search(line.body)
+        if match is None:
+            return False
+        draft = _Draft(_device(match.group("addr")), line.time, "")
+        draft.xid = int(match.group("code"))
+        _mig(draft, match.group("attr"))
+        draft.pid, draft.process, draft.message = _pid_name_message(match.group("rest") or "")
+        draft.falls = draft.xid == 79
+        earlier = self.last_by_device.get(draft.device)
+        if draft.falls and earlier is not None and _pairs(earlier, draft):
+            _merge_into_message_event(earlier, draft)
+            self.attach = earlier
+            return True
+        self._add(draft)
+        return True
+
+    def _sxid(self, line: KernelLine) -> bool:
+        match = _SXID.search(line.body)
+        if match is None:
+            return False
+        draft = _Draft(_device(match.group("addr")), line.time, (match.group("rest") or "").strip())
+        draft.sxid = int(match.group("code"))
+        self._add(draft)
+        return True
+
+    def _fallen(self, time: str | None, device: str | None, message: str) -> None:
+        """A fallen-off-the-bus message with no Xid number of its own."""
+        draft = _Draft(device, time, message)
+        draft.falls = True
+        earlier = self.last_by_device.get(device)
+        if earlier is not None and _pairs(earlier, draft):
+            earlier.paired = True  # the Xid 79 above already is this event
+            self.attach = earlier
+            return
+        self._add(draft)
+
+    def _continue_fall(self, line: KernelLine, nvrm: str | None) -> bool:
+        pending = self.pending
+        assert pending is not None
+        if nvrm is None or "Xid (" in line.body:
+            self.pending = None
+            return False
+        pending.parts.append(nvrm)
+        pending.left -= 1
+        if _FALLEN in nvrm:
+            self.pending = None
+            self._fallen(pending.time, pending.device, " ".join(pending.parts))
+        elif pending.left <= 0:
+            self.pending = None
+        return True
+
+    def _continuation(self, nvrm: str | None) -> None:
+        target = self.attach
+        if target is None:
+            return
+        if nvrm is not None and nvrm.startswith(_CONTEXT):
+            self.attach = None
+            return
+        if nvrm is not None and len(target.details) < _MAX_DETAILS:
+            target.details.append(nvrm)
+
+    def _add(self, draft: _Draft) -> None:
+        self.drafts.append(draft)
+        self.last_by_device[draft.device] = draft
+        self.attach = draft
+        self.pending = None
+
+
+def _pairs(earlier: _Draft, later: _Draft) -> bool:
+    """An Xid 79 and a no-Xid fallen-off message for one GPU, neither yet paired."""
+    if not (earlier.falls and later.falls) or earlier.paired:
+        return False
+    return (earlier.xid is None) != (later.xid is None)
+
+
+def _merge_into_message_event(message_event: _Draft, xid79: _Draft) -> None:
+    """The Xid 79 line printed after its fallen-off message: one event, the Xid's fields."""
+    message_event.xid = xid79.xid
+    message_event.pid = xid79.pid
+    message_event.process = xid79.process
+    message_event.gpu_instance = xid79.gpu_instance
+    message_event.compute_instance = xid79.compute_instance
+    message_event.message = xid79.message
+    message_event.paired = True
+
+
+def _nvrm_text(body: str) -> str | None:
+    """The text after "NVRM: " (None when the line is not an NVRM line)."""
+    stripped = body.lstrip()
+    if not stripped.startswith("NVRM:"):
+        return None
+    return stripped[5:].strip()
+
+
+def _device(addr: str) -> str:
+    """`dddd:bb:dd.f` from the driver's "0000:3b:00", old "0003:00", or "0000:04:00.0"."""
+    main, _, function = addr.partition(".")
+    parts = main.split(":")
+    if len(parts) == 2:  # old drivers: bus:device
+        domain, bus, slot = 0, int(parts[0], 16), int(parts[1], 16)
+    else:
+        domain, bus, slot = int(parts[0], 16), int(parts[1], 16), int(parts[2], 16)
+    return f"{domain:04x}:{bus:02x}:{slot:02x}.{function or '0'}"
+
+
+def _bdf_in(text: str) -> str | None:
+    match = _BDF.search(text)
+    return _device(match.group("addr")) if match else None
+
+
+def _mig(draft: _Draft, attr: str) -> None:
+    for match in _MIG.finditer(attr):
+        if match.group("kind") == "I":
+            draft.gpu_instance = int(match.group("id"))
+        else:
+            draft.compute_instance = int(match.group("id"))
+
+
+def _pid_name_message(rest: str) -> tuple[int | None, str | None, str]:
+    """Split "pid=N, name=comm, message" (either field may be absent)."""
+    pid: int | None = None
+    process: str | None = None
+    if rest.startswith("pid="):
+        value, rest = _field(rest[4:])
+        pid = int(value) if value.isdigit() else None
+    if rest.startswith("name="):
+        value, rest = _field(rest[5:])
+        process = None if value in _UNKNOWN else value
+    return pid, process, rest.strip()
+
+
+def _field(text: str) -> tuple[str, str]:
+    """The value up to the next ", " and what follows it."""
+    value, sep, rest = text.partition(", ")
+    if not sep:
+        value, rest = text.rstrip(","), ""
+    return value.strip(), rest
