@@ -121,7 +121,10 @@ _STATUS = re.compile(
     r"(?P<status>[0-9a-fA-F]{1,8})/(?P<mask>[0-9a-fA-F]{1,8})"
 )
 _BIT = re.compile(r"\[\s*(?P<bit>\d{1,2})\]\s*(?P<name>.*)")
-_CANT_FIND = re.compile(r"can't find device of ID\s*(?P<id>[0-9a-fA-F]{1,4})")
+_NO_DETAILS = re.compile(
+    r"(?:can't find device of ID\s*(?P<id>[0-9a-fA-F]{1,4})"
+    r"|found no error details for\s*(?P<src>" + _BDF + r"))"
+)
 _AER_STATUS = re.compile(
     r"aer_(?P<which>cor_|uncor_)?status:\s*0x(?P<status>[0-9a-fA-F]{1,8}),\s*"
     r"aer_(?:cor_|uncor_)?mask:\s*0x(?P<mask>[0-9a-fA-F]{1,8})"
@@ -331,8 +334,8 @@ class _AerState:
             self._status(line, device, rest)
         elif "received" in rest:
             self._header(line, device, rest)
-        elif rest.startswith("can't find device"):
-            self._cant_find(line, device, rest)
+        elif rest.startswith(("can't find device", "found no error details")):
+            self._no_details(line, device, rest)
         elif rest.startswith("aer_"):
             self._ghes(line, device, rest)
 
@@ -354,16 +357,20 @@ class _AerState:
         del self.open_headers[:-_MAX_OPEN_HEADERS]
         self.slots.append(header)
 
-    def _cant_find(self, line: KernelLine, reporter: str | None, rest: str) -> None:
-        match = _CANT_FIND.search(rest)
-        source_id = int(match.group("id"), 16) if match else None
+    def _no_details(self, line: KernelLine, reporter: str | None, rest: str) -> None:
+        """"can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
+        orphan = _Header(reporter, line.time)
+        match = _NO_DETAILS.match(rest)
+        if match is not None and match.group("id"):
+            orphan.source_id = int(match.group("id"), 16)
+        elif match is not None and match.group("src"):
+            orphan.source = _normalise_bdf(match.group("src"))
+            orphan.source_id = _bdf_id(orphan.source)
         for header in reversed(self.open_headers):
             if header.reporter == reporter and not header.blocks:
-                if header.source_id is None or header.source_id == source_id:
+                if header.source_id is None or header.source_id == orphan.source_id:
                     return  # the header's own "no details" note: part of its event
-        orphan = _Header(reporter, line.time)
-        orphan.source_id = source_id
-        self.slots.append(orphan)
+        self.slots.append(orphan)  # its header was cut off: the note stands for it
 
     def _bus_error(self, line: KernelLine, device: str | None, rest: str) -> None:
         match = _BUS_ERROR.match(rest)

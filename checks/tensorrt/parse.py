@@ -293,7 +293,7 @@ _PRECISION_HINTS = ("FP", "INT", "TF32", "FLOAT", "HALF")
 _RANK = {"FP32": 32, "TF32": 19, "FP16": 16, "BF16": 16, "FP8": 8, "INT8": 8, "INT4": 4, "FP4": 4}
 _ALIASES = {"FLOAT32": "FP32", "FLOAT16": "FP16", "HALF": "FP16"}
 
-_SKIPPING_TACTIC_RE = re.compile(r"\bSkipping tactic\b")
+_SKIPPING_TACTIC_RE = re.compile(r"Skipping tactic\b")  # also "UNSUPPORTED_STATESkipping"
 _NO_WORKSPACE_RE = re.compile(r"Some tactics do not have sufficient workspace memory")
 _FALLBACK_TO_RE = re.compile(r"\b(?:fall(?:s|ing)? ?back|fallback|fell back)\s+(?:to|on)\b", re.I)
 
@@ -649,12 +649,13 @@ class _Scanner:
         self.message: _Message | None = None
 
     def feed(self, raw: str) -> None:
-        line = _split_line(raw[:MAX_LINE_CHARS].rstrip("\r\n"))
+        raw = raw[:MAX_LINE_CHARS].rstrip()
+        line = _split_line(raw)
         if line.text:
             self.facts.observe(line.text)
         if not line.starts:
             if line.text and self.message is not None:
-                self.message.add(line.text)
+                self.message.add(raw)  # a continuation line keeps its indentation
                 self.message.list_open = False
             return
         if self._joins(line):

@@ -175,7 +175,7 @@ def _header(cells: list[str]) -> list[_Column] | None:
     return columns
 
 
-def _check_columns(columns: list[_Column], line_no: int) -> list[_Column]:
+def _check_columns(columns: list[_Column], line_no: int | None) -> list[_Column]:
     """Refuse two columns for one field unless one is printed under the current name (it wins,
     whatever the order); the result keeps printed order with the losers dropped."""
     by_field: dict[str, list[_Column]] = {}
@@ -219,6 +219,7 @@ def _given_columns(fields: Sequence[str]) -> list[_Column]:
         columns.extend(parsed)
     if not columns:
         raise SmiParseError("fields= is empty")
+    _check_columns(columns, None)
     return columns
 
 
@@ -226,8 +227,10 @@ def _same_fields(a: list[_Column], b: list[_Column]) -> bool:
     return sorted(c.field.lower() for c in a) == sorted(c.field.lower() for c in b)
 
 
-def _looks_like_names(columns: list[_Column]) -> bool:
-    return any(c.unit is not None or "." in c.field or "_" in c.field for c in columns)
+def _other_header(columns: list[_Column], given: list[_Column]) -> bool:
+    """A name-like first line that does not match fields=: another header (refused) when it
+    has another width or a unit in brackets; else a data row of lower-case words."""
+    return len(columns) != len(given) or any(c.unit is not None for c in columns)
 
 
 def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) -> QueryCsv:
@@ -256,7 +259,7 @@ def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) ->
         if columns is None:
             header = _header(cells)
             if header is not None and given is not None and not _same_fields(header, given):
-                if _looks_like_names(header):
+                if _other_header(header, given):
                     raise SmiParseError("the header names other fields than fields=", line_no)
                 header = None
             if header is not None:
@@ -276,7 +279,7 @@ def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) ->
     if columns is None:
         if not errors:
             raise SmiParseError("no CSV output (no header, no rows)")
-        kept = _check_columns(given, 0) if given is not None else []
+        kept = _check_columns(given, None) if given is not None else []
     return QueryCsv(
         fields=tuple(c.field for c in kept),
         units={c.field: c.unit for c in kept},

@@ -7,12 +7,15 @@ is missing; none raises for an absent input.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from .files import FileTree
+
+T = TypeVar("T")
 
 DriverState = Literal["present", "absent", "not_loaded"]
 
@@ -67,3 +70,25 @@ class Sources(Protocol):
     def trt_logs(self) -> list[Path]: ...
 
     def meta(self) -> dict[str, Any]: ...
+
+    def memo(self, key: str, factory: Callable[[], T]) -> T:
+        """Evidence derived once per run and shared by checks (e.g. one kernel-log scan)."""
+        ...
+
+
+class Memo:
+    """Per-run memo for `Sources.memo`: concurrent callers of one key wait for one factory."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._values: dict[str, Any] = {}
+
+    def memo(self, key: str, factory: Callable[[], T]) -> T:
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._values:
+                self._values[key] = factory()
+            value: T = self._values[key]
+            return value

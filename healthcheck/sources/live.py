@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .artifacts import COMMAND_ARTIFACTS
-from .base import Artifact, DriverProbe, KernelLogStream
+from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
@@ -42,8 +42,9 @@ class LiveOptions:
     driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
-class LiveSources:
+class LiveSources(Memo):
     def __init__(self, options: LiveOptions, runner: CommandRunner | None = None) -> None:
+        super().__init__()
         self.options = options
         self.runner = runner or CommandRunner()
         self._sysfs = FileTree(Path(options.sys_root))

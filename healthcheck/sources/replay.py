@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts as names
-from .base import Artifact, DriverProbe, KernelLogStream
+from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .files import FileTree
 
 _MAX_ARTIFACT = 64 * 1024 * 1024
@@ -22,8 +22,9 @@ _NVIDIA_EVIDENCE = (
 )
 
 
-class ReplaySources:
+class ReplaySources(Memo):
     def __init__(self, bundle: Path, label: str | None = None) -> None:
+        super().__init__()
         self._bundle = bundle
         self._label = label or str(bundle)
         self._files = FileTree(bundle, confined=True)

@@ -182,7 +182,8 @@ def test_na_policy_by_field() -> None:
 
 def test_field_helpers() -> None:
     (row,) = parse_query_csv(
-        "name, fabric.cliqueId, power.draw [W], mig.mode.current\nNVIDIA H200, 0, 74.58 W, Disabled\n"
+        "name, fabric.cliqueId, power.draw [W], mig.mode.current\n"
+        "NVIDIA H200, 0, 74.58 W, Disabled\n"
     )
     assert field_int(row, "FABRIC.CLIQUEID") == 0  # any case
     assert field_value(row, "fabric.cliqueid") is row["fabric.cliqueId"]

@@ -1,0 +1,147 @@
+"""sitscheck.kernlog.lines: every prefix form a kernel message reaches a log in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
+
+MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
+
+
+@pytest.mark.parametrize(
+    ("raw", "time", "caller"),
+    [
+        # plain dmesg, dmesg -T (day padding), dmesg -H (first line of a minute, relative)
+        (f"[  123.456789] {MSG}", "123.456789", None),
+        (f"[Mon Aug  5 03:54:13 2024] {MSG}", "Mon Aug  5 03:54:13 2024", None),
+        (f"[Aug30 11:11] {MSG}", "Aug30 11:11", None),
+        (f"[  +0.000316] {MSG}", "+0.000316", None),
+        # dmesg -T in another locale
+        (f"[Пт авг 30 11:43:09 2024] {MSG}", "Пт авг 30 11:43:09 2024", None),
+        # dmesg -x facility/level, with both stamp kinds
+        (f"kern  :err   : [  123.456789] {MSG}", "123.456789", None),
+        (f"kern  :warn  : [Fri Aug 30 11:43:09 2024] {MSG}", "Fri Aug 30 11:43:09 2024", None),
+        # dmesg --time-format=iso
+        (f"2024-08-30T11:43:09,123456+00:00 {MSG}", "2024-08-30T11:43:09,123456+00:00", None),
+        # printk caller ids after and before the stamp, and the console's glued form
+        (f"[  123.456789] [  T291] {MSG}", "123.456789", "T291"),
+        (f"[   C3] [  123.456789] {MSG}", "123.456789", "C3"),
+        (f"[    0.000000][    T1] {MSG}", "0.000000", "T1"),
+        # syslog with and without the kernel's own stamp (the kernel's own one wins)
+        (f"Sep 19 16:18:02 host kernel: [68183.615790] {MSG}", "68183.615790", None),
+        (f"Sep 19 16:18:02 host kernel: {MSG}", "Sep 19 16:18:02", None),
+        (f"Sep  9 16:18:02 host kernel[0]: {MSG}", "Sep  9 16:18:02", None),
+        # journald: short, --no-hostname, short-precise, short-iso, short-full, monotonic
+        (f"фев 12 00:48:02 kernel: {MSG}", "фев 12 00:48:02", None),
+        (f"Mai 17 13:10:25 ANDROMEDA kernel: {MSG}", "Mai 17 13:10:25", None),
+        (f"Mar 29 15:38:59.123456 gpu-07 kernel: {MSG}", "Mar 29 15:38:59.123456", None),
+        (f"2024-09-19T16:18:02+0200 gpu-07 kernel: {MSG}", "2024-09-19T16:18:02+0200", None),
+        (
+            f"2024-09-19T16:18:02.123456+02:00 gpu-07 kernel: {MSG}",
+            "2024-09-19T16:18:02.123456+02:00",
+            None,
+        ),
+        (f"Thu 2024-09-19 16:18:02 CEST gpu-07 kernel: {MSG}", "Thu 2024-09-19 16:18:02 CEST", None),
+        (f"[  123.456789] gpu-07 kernel: {MSG}", "123.456789", None),
+        # bare tag, console log level
+        (f"kernel: {MSG}", None, None),
+        (f"<4>[  123.456789] {MSG}", "123.456789", None),
+        # no prefix at all
+        (MSG, None, None),
+    ],
+)
+def test_every_prefix_form_gives_the_same_body(raw: str, time: str | None, caller: str | None) -> None:
+    assert split_kernel_line(raw) == KernelLine(body=MSG, time=time, caller=caller)
+
+
+def test_kmsg_record_gives_seq_time_and_caller() -> None:
+    assert split_kernel_line(f"4,2871,512100200,-;{MSG}") == KernelLine(
+        body=MSG, time="512100200", seq=2871
+    )
+    assert split_kernel_line(f"3,2872,512100215,c,caller=T12;{MSG}") == KernelLine(
+        body=MSG, time="512100215", seq=2872, caller="T12"
+    )
+
+
+def test_kmsg_dictionary_lines_are_dropped() -> None:
+    raw = [
+        f"4,2871,512100200,-;{MSG}\n",
+        " SUBSYSTEM=pci\n",
+        " DEVICE=+pci:0000:00:01.0\n",
+    ]
+    assert [line.body for line in iter_kernel_lines(raw)] == [MSG]
+
+
+def test_kmsg_escaped_newlines_become_separate_lines_of_one_record() -> None:
+    raw = (
+        "3,9041,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\\x0a"
+        "NVRM: (PCI ID: 10de:26b5) installed in this system has\\x0a"
+        "NVRM: fallen off the bus and is not responding to commands.\\x0a"
+    )
+    lines = list(iter_kernel_lines([raw]))
+    assert [line.body for line in lines] == [
+        "NVRM: The NVIDIA GPU 0000:b3:00.0",
+        "NVRM: (PCI ID: 10de:26b5) installed in this system has",
+        "NVRM: fallen off the bus and is not responding to commands.",
+    ]
+    assert {(line.seq, line.time) for line in lines} == {(9041, "1843308145")}
+
+
+def test_dmesg_continuation_lines_lose_their_indent() -> None:
+    raw = "               NVRM: (PCI ID: 10de:26b5) installed in this system has"
+    assert split_kernel_line(raw) == KernelLine(
+        body="NVRM: (PCI ID: 10de:26b5) installed in this system has"
+    )
+
+
+def test_message_brackets_are_not_taken_for_prefixes() -> None:
+    raw = "Feb 20 01:34:20 localhost kernel: [drm] [nvidia-drm] [GPU ID 0x00002d00] failed"
+    assert split_kernel_line(raw) == KernelLine(
+        body="[drm] [nvidia-drm] [GPU ID 0x00002d00] failed", time="Feb 20 01:34:20"
+    )
+    assert split_kernel_line("[11219.196524] {1}[Hardware Error]: event severity: fatal") == (
+        KernelLine(body="{1}[Hardware Error]: event severity: fatal", time="11219.196524")
+    )
+
+
+def test_leading_space_of_the_message_itself_is_kept_after_a_prefix() -> None:
+    raw = "[Sun Feb 23 16:24:18 2025]  show_stack+0x52/0x5c"
+    assert split_kernel_line(raw) == KernelLine(
+        body=" show_stack+0x52/0x5c", time="Sun Feb 23 16:24:18 2025"
+    )
+
+
+def test_non_kernel_syslog_lines_are_left_whole() -> None:
+    raw = "Sep 19 16:18:02 host systemd[1]: Started Session 4."
+    assert split_kernel_line(raw) == KernelLine(body=raw)
+
+
+def test_iter_strips_newlines_and_nul_bytes_and_tolerates_garbage() -> None:
+    raw = [
+        f"[  1.000000] {MSG}\r\n",
+        "\x00\x00\x00[  2.000000] NVRM: Xid\x00\n",
+        "",
+        "[",
+        "[]",
+        "\udcff\x01 ::: [ ] kernel:",
+        "kernel:",
+    ]
+    lines = list(iter_kernel_lines(raw))
+    assert lines[0] == KernelLine(body=MSG, time="1.000000")
+    assert lines[1] == KernelLine(body="NVRM: Xid", time="2.000000")
+    assert [line.body for line in lines[2:]] == ["", "[", "[]", "\udcff\x01 ::: [ ] kernel:", ""]
+
+
+def test_iter_is_lazy() -> None:
+    def endless() -> Iterator[str]:
+        count = 0
+        while True:
+            count += 1
+            yield f"[{count}.000000] line {count}"
+
+    stream = iter_kernel_lines(endless())
+    assert next(stream).body == "line 1"
+    assert next(stream).time == "2.000000"
