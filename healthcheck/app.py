@@ -92,7 +92,8 @@ def execute(request: RunRequest) -> Report:
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
     verdicts = evaluate_rules(ruleset, results, profile, env, node)
-    note = None if driver.state == "present" else f"no usable NVIDIA driver: {driver.detail}"
+    skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
+    note = f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None
     return build_report(
         results,
         verdicts,

@@ -717,13 +717,16 @@ class _Scanner:
 
 
 def scan_trt_log(lines: Iterable[str], file: str, *, max_items: int = MAX_ITEMS) -> TrtLog:
-    """Scan one TensorRT log, line by line (with or without line endings).
+    """Scan one TensorRT log, line by line (with or without line endings; a ``str`` is split
+    into its lines).
 
     ``max_items`` caps each list; the rest is counted in the ``*_total`` fields and
     ``truncated`` is set. Memory does not grow with the input.
     """
     if max_items < 0:
         raise ValueError("max_items must not be negative")
+    if isinstance(lines, str):  # a whole text rather than its lines
+        lines = lines.splitlines()
     scanner = _Scanner(max_items)
     for raw in lines:
         scanner.feed(raw)

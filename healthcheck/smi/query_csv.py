@@ -277,8 +277,9 @@ def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) ->
         rows.append(_row(cells, columns, kept, line_no))
         lines.append(line_no)
     if columns is None:
-        if not errors:
+        if given is None and not errors:
             raise SmiParseError("no CSV output (no header, no rows)")
+        # noheader output of a query with no rows (no compute processes) is empty
         kept = _check_columns(given, None) if given is not None else []
     return QueryCsv(
         fields=tuple(c.field for c in kept),

@@ -77,7 +77,11 @@ FRAGMENTS = [
     "| NVIDIA-SMI 550.90.07              Driver Version: 550.90.07      CUDA Version: 12.4 |",
     "",
 ]
-_ALPHABET = st.sampled_from(list("aZ09 :,#[]-.x%/()_\t\r\n=|+\ufeff²٣") + ["N/A", "0x", "GPU "])
+_TOKEN = st.sampled_from([*"aZ09 :,#[]-.x%/()_\t\r\n=|+\ufeff²٣", "N/A", "0x", "GPU ", "  "])
+
+
+def _noise(max_size: int) -> st.SearchStrategy[str]:
+    return st.lists(_TOKEN, max_size=max_size).map("".join)
 
 
 def _mutate(line: str, indent: int, cut: int, noise: str) -> str:
@@ -89,9 +93,9 @@ _LINE = st.builds(
     st.sampled_from(FRAGMENTS),
     st.integers(0, 18),
     st.integers(0, 12),
-    st.text(_ALPHABET, max_size=4),
+    _noise(4),
 )
-_DOCUMENT = st.lists(st.one_of(_LINE, st.text(_ALPHABET, max_size=30)), max_size=30).map("\n".join)
+_DOCUMENT = st.lists(st.one_of(_LINE, _noise(30)), max_size=30).map("\n".join)
 
 
 def _check(parse: Callable[[str], object], text: str) -> None:
@@ -124,7 +128,7 @@ def _read_all(value: Value) -> None:
             pass
 
 
-@given(raw=st.one_of(st.text(), st.text(_ALPHABET, max_size=12)))
+@given(raw=st.one_of(st.text(), _noise(12)))
 def test_decode_never_fails_and_missing_has_no_number(raw: str) -> None:
     value = decode(raw)
     assert value.raw == raw.strip()

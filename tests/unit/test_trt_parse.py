@@ -638,3 +638,7 @@ def test_long_warning_text_does_not_flag_truncated() -> None:
 def test_negative_cap_is_refused() -> None:
     with pytest.raises(ValueError):
         scan_trt_log([], "x", max_items=-1)
+
+
+def test_a_whole_text_is_read_as_its_lines() -> None:
+    assert scan_trt_log(SEED, "build.log") == scan(SEED)

@@ -1,0 +1,157 @@
+"""Pure: group Xid events into findings with the catalog's meaning and action."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sitscheck.gpus import GpuRef, gpu_for_bus
+from sitscheck.models import Device, Evidence, Finding, Severity
+
+from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
+from .parse import XidEvent
+
+FALLEN_OFF_BUS = 79
+ACTION_TEXT = {
+    "none": "no action needed by itself",
+    "restart_app": "restart the application",
+    "check_application": "check the application (a bug or bad input in the workload)",
+    "reset_gpu": "drain the GPU's work and reset it (nvidia-smi -r)",
+    "drain_and_reset": "drain the node's work, then reset the GPU",
+    "drain_p2p": "drain peer-to-peer traffic, then reset the GPU",
+    "reboot_node": "drain and reboot the node",
+    "inspect_hardware": "drain the node, inspect the GPU, riser and power; RMA if it recurs",
+    "check_nvlink_fabric": "check NVLink and the fabric manager (nvidia-smi nvlink -s, FM log)",
+    "restart_fabric_manager": "restart the fabric manager (and reset the NVSwitch/GPUs it names)",
+    "update_software": "update the driver/firmware to a release that fixes it",
+    "inspect": "look up the code in NVIDIA's Xid catalog and inspect the GPU",
+}
+# NVML's nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) values.
+NVML_RECOVERY = {1: "reset_gpu", 2: "reboot_node", 3: "drain_p2p", 4: "drain_and_reset"}
+_SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}
+
+
+@dataclass
+class Group:
+    device: str | None
+    code: int
+    kind: str  # "xid" | "sxid"
+    events: list[XidEvent]
+    info: XidInfo
+    sympathetic_to: str | None = None
+
+
+def group_events(events: list[XidEvent]) -> list[Group]:
+    groups: dict[tuple[str | None, str, int], list[XidEvent]] = defaultdict(list)
+    for event in events:
+        if event.sxid is not None:
+            groups[(event.device, "sxid", event.sxid)].append(event)
+        else:
+            groups[(event.device, "xid", event.xid or FALLEN_OFF_BUS)].append(event)
+    out = []
+    for (device, kind, code), members in groups.items():
+        info = lookup_sxid(code) if kind == "sxid" else _assess(code, members)
+        out.append(Group(device, code, kind, members, info))
+    _mark_sympathetic(out)
+    return out
+
+
+def _assess(code: int, members: list[XidEvent]) -> XidInfo:
+    worst = lookup_xid(code)
+    for event in members:
+        info = assess_xid(code, event.message)
+        if _rank(info.severity) > _rank(worst.severity):
+            worst = info
+        elif code == 154 and info.action != worst.action:
+            worst = info
+    return worst
+
+
+def _rank(severity: str) -> int:
+    return {"info": 0, "warning": 1, "critical": 2}.get(severity, 1)
+
+
+def _mark_sympathetic(groups: list[Group]) -> None:
+    xids = [g for g in groups if g.kind == "xid"]
+    for group in xids:
+        if group.code == 45:
+            others = sorted({g.code for g in xids if g.device == group.device and g.code != 45})
+            if others:
+                group.sympathetic_to = "Xid " + ", ".join(map(str, others)) + " on the same GPU"
+        elif group.code == 74:
+            peers = sorted(
+                {
+                    f"Xid {g.code} on {g.device}"
+                    for g in xids
+                    if g.device != group.device and g.info.severity == "critical" and g.code != 74
+                }
+            )
+            if peers:
+                group.sympathetic_to = "; ".join(peers)
+
+
+def findings(
+    groups: list[Group], gpus: list[GpuRef], recovery: dict[int, int], ref: str
+) -> list[Finding]:
+    out = []
+    for group in sorted(groups, key=lambda g: (g.device or "", g.kind, g.code)):
+        gpu = gpu_for_bus(gpus, group.device)
+        severity = _SEVERITY.get(group.info.severity, Severity.WARNING)
+        if group.code == 45 and group.sympathetic_to:
+            severity = Severity.INFO
+        action = group.info.action
+        nvml_action = NVML_RECOVERY.get(recovery.get(gpu.index, 0)) if gpu else None
+        if nvml_action is not None:
+            action = nvml_action  # type: ignore[assignment]
+        label = "SXid" if group.kind == "sxid" else "Xid"
+        last = group.events[-1]
+        where = (
+            f"GPU {gpu.index} ({group.device})" if gpu else (group.device or "an unnamed device")
+        )
+        note = f"; likely sympathetic to {group.sympathetic_to}" if group.sympathetic_to else ""
+        override = " (NVML recovery action)" if nvml_action else ""
+        out.append(
+            Finding(
+                code=f"{group.kind}.{group.code}",
+                severity=severity,
+                message=(
+                    f"{label} {group.code} ({group.info.name}) ×{len(group.events)} on {where}: "
+                    f"{group.info.meaning}{note}. Last: {last.message[:160]}"
+                ),
+                device=Device(index=gpu.index, pci_bus_id=gpu.pci_bus_id, name=gpu.name)
+                if gpu
+                else (Device(pci_bus_id=group.device) if group.device else None),
+                evidence=[Evidence(source="kernel log", ref=ref, excerpt=_excerpt(group.events))],
+                action=ACTION_TEXT.get(action, action) + override,
+            )
+        )
+    return out
+
+
+def gpu_summaries(groups: list[Group], gpus: list[GpuRef]) -> list[dict[str, Any]]:
+    out = []
+    for gpu in gpus:
+        mine = [g for g in groups if g.kind == "xid" and g.device == gpu.pci_bus_id]
+        out.append(
+            {
+                "index": gpu.index,
+                "pci_bus_id": gpu.pci_bus_id,
+                "name": gpu.name,
+                "xids": {str(g.code): len(g.events) for g in mine},
+                "critical": any(g.info.severity == "critical" for g in mine),
+                "fallen_off_bus": any(g.code == FALLEN_OFF_BUS for g in mine),
+            }
+        )
+    return out
+
+
+def _excerpt(events: list[XidEvent]) -> str:
+    rows = [f"{e.time or '-'} {e.device} {_code(e)}: {e.message[:200]}" for e in events[:3]]
+    if len(events) > 3:
+        rows.append(f"... {len(events) - 3} more")
+    return "\n".join(rows)
+
+
+def _code(event: XidEvent) -> str:
+    return f"SXid {event.sxid}" if event.sxid is not None else f"Xid {event.xid}"

@@ -1,0 +1,58 @@
+"""One pass over the kernel log for every check that reads it (AER and Xid today).
+
+Lines are pre-filtered with substring tests before any regex or prefix parsing, so a large
+log with few matches costs little more than reading it; only candidate lines are kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..checks.pcie_aer.parse import AerEvent, might_be_aer, parse_aer
+from ..checks.xid.parse import XidEvent, might_be_xid, parse_xid
+from ..sources.base import Sources
+from .lines import KernelLine, iter_kernel_lines
+
+
+@dataclass(frozen=True)
+class KernelEvents:
+    source: str
+    lines: int
+    aer: list[AerEvent]
+    xid: list[XidEvent]
+    reason: str | None = None
+    note: str | None = None
+
+    @property
+    def available(self) -> bool:
+        return self.reason is None
+
+
+def scan_lines(lines: Iterable[str]) -> tuple[int, list[AerEvent], list[XidEvent]]:
+    counter = _Counter()
+    wanted = (raw for raw in counter.count(lines) if might_be_aer(raw) or might_be_xid(raw))
+    candidates: list[KernelLine] = list(iter_kernel_lines(wanted))
+    return counter.lines, parse_aer(candidates), parse_xid(candidates)
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self.lines = 0
+
+    def count(self, lines: Iterable[str]) -> Iterable[str]:
+        for raw in lines:
+            self.lines += 1
+            yield raw
+
+
+def kernel_events(sources: Sources) -> KernelEvents:
+    return sources.memo("kernel_events", lambda: _scan(sources))
+
+
+def _scan(sources: Sources) -> KernelEvents:
+    stream = sources.kernel_log()
+    if stream.lines is None:
+        return KernelEvents(stream.ref, 0, [], [], reason=stream.reason)
+    count, aer, xid = scan_lines(stream.lines)
+    return KernelEvents(stream.ref, count, aer, xid, note=stream.reason)

@@ -1,0 +1,251 @@
+"""Properties of the kernel-log line splitter and the AER / Xid parsers.
+
+- no input crashes any of them;
+- unrelated lines interleaved around or inside an AER report never change its events;
+- the prefix form a line reaches the log in (plain dmesg, -T, -x, syslog, journald, kmsg, ...)
+  changes nothing the parsers extract except `time`.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sitscheck.checks.pcie_aer.parse import might_be_aer, parse_aer
+from sitscheck.checks.xid.parse import might_be_xid, parse_xid
+from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
+
+# Message bodies as the kernel prints them (no log-tool prefix).
+AER_REPORTS: list[list[str]] = [
+    [  # 6.x correctable, GPU endpoint below a root port
+        "pcieport 0000:97:01.0: AER: Correctable error message received from 0000:98:00.0",
+        "nvidia 0000:98:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, "
+        "(Receiver ID)",
+        "nvidia 0000:98:00.0:   device [10de:2330] error status/mask=00000041/0000e000",
+        "nvidia 0000:98:00.0:    [ 0] RxErr                  (First)",
+        "nvidia 0000:98:00.0:    [ 6] BadTLP",
+    ],
+    [  # 6.x multiple: root port and GPU blocks
+        "pcieport 0000:97:01.0: AER: Multiple Correctable error message received from "
+        "0000:98:00.0",
+        "pcieport 0000:97:01.0: PCIe Bus Error: severity=Correctable, type=Data Link Layer, "
+        "(Transmitter ID)",
+        "pcieport 0000:97:01.0:   device [8086:352a] error status/mask=00001100/00002000",
+        "pcieport 0000:97:01.0:    [ 8] Rollover",
+        "pcieport 0000:97:01.0:    [12] Timeout",
+        "nvidia 0000:98:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, "
+        "(Receiver ID)",
+        "nvidia 0000:98:00.0:   device [10de:2330] error status/mask=00000001/0000e000",
+        "nvidia 0000:98:00.0:    [ 0] RxErr",
+    ],
+    [  # 6.x non-fatal on an H200, TLP header with the AER: prefix
+        "pcieport 0000:15:01.0: AER: Uncorrectable (Non-Fatal) error message received from "
+        "0000:1b:00.0",
+        "nvidia 0000:1b:00.0: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+        "type=Transaction Layer, (Requester ID)",
+        "nvidia 0000:1b:00.0:   device [10de:2335] error status/mask=00100000/00400000",
+        "nvidia 0000:1b:00.0:    [20] UnsupReq               (First)",
+        "nvidia 0000:1b:00.0: AER:   TLP Header: 0x40000001 0x0000000f 0x9c000000 0x00000000",
+    ],
+    [  # 4.x id= form with long names
+        "pcieport 0000:00:01.0: AER: Corrected error received: id=0008",
+        "hpsa 0000:04:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+        "id=0400(Transmitter ID)",
+        "hpsa 0000:04:00.0:   device [103c:323a] error status/mask=000011c1/00000000",
+        "hpsa 0000:04:00.0:    [ 0] Receiver Error         (First)",
+        "hpsa 0000:04:00.0:    [ 6] Bad TLP",
+        "hpsa 0000:04:00.0:    [ 7] Bad DLLP",
+        "hpsa 0000:04:00.0:    [ 8] RELAY_NUM Rollover",
+        "hpsa 0000:04:00.0:    [12] Replay Timer Timeout",
+    ],
+    [  # 5.x fatal with AER: on every line
+        "pcieport 0000:00:1c.5: AER: Uncorrected (Fatal) error received: 0000:00:1c.5",
+        "pcieport 0000:00:1c.5: AER: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Receiver ID)",
+        "pcieport 0000:00:1c.5: AER:   device [8086:9d15] error status/mask=00040000/00000000",
+        "pcieport 0000:00:1c.5: AER:    [18] MalfTLP                (First)",
+    ],
+    [  # firmware-first
+        "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
+        "{1}[Hardware Error]: event severity: recoverable",
+        "{1}[Hardware Error]:  Error 0, type: recoverable",
+        "{1}[Hardware Error]:   section_type: PCIe error",
+        "{1}[Hardware Error]:   device_id: 0000:5e:00.0",
+        "{1}[Hardware Error]:   vendor_id: 0x144d, device_id: 0xa808",
+        "{1}[Hardware Error]:   aer_uncor_status: 0x00004000, aer_uncor_mask: 0x00000000",
+    ],
+    [  # header whose details were not found
+        "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+        "pcieport 0000:00:03.0: AER: can't find device of ID0018",
+    ],
+]
+
+XID_BODIES: list[str] = [
+    "NVRM: GPU at PCI:0000:91:00: GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b",
+    "NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    "NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.",
+    "NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double "
+    "bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x7fdf0de80 "
+    "partition 5, subpartition 1.",
+    "NVRM: Xid (PCI:0000:07:00): 63, pid=1896, Row Remapper: New row marked for remapping, "
+    "reset gpu to activate.",
+    "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). "
+    "RST: No, D-RST: No",
+    "NVRM: Xid (PCI:0000:2d:00): 109, pid=619, name=(udev-worker), channel 0x00000001, "
+    "errorString CTX SWITCH TIMEOUT, Info 0x4000",
+    "NVRM: Xid (PCI:0000:2d:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 "
+    "(GPU Reset Required)",
+    "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ "
+    "interrupt",
+    "NVRM: The NVIDIA GPU 0000:b3:00.0",
+    "NVRM: (PCI ID: 10de:26b5) installed in this system has",
+    "NVRM: fallen off the bus and is not responding to commands.",
+    "NVRM:     RISC-V CSR State:",
+]
+
+# Lines that are not part of any AER report, some of them AER-ish on purpose.
+UNRELATED: list[str] = [
+    "nvme nvme0: I/O 258 (I/O Cmd) QID 4 timeout, aborting",
+    "usb 1-4: new high-speed USB device number 3 using xhci_hcd",
+    "NVRM: Xid (PCI:0000:3b:00): 13, pid=1, name=a, Graphics Exception: ESR 0x5067b0=0x9",
+    "mce: [Hardware Error]: Machine check events logged",
+    "EDAC MC3: 1 CE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0",
+    "ahci 0000:01:00.0: AER: can't recover (no error_detected callback)",
+    "pcieport 0000:00:00.0: AER: device recovery failed",
+    "pcieport 0000:00:1c.0: AER: enabled with IRQ 122",
+    "pcieport 0000:00:1c.0: AER: Root Port link has been reset (0)",
+    "pcieport 0000:00:1d.0: broadcast error_detected message",
+    "pcieport 0000:00:1d.0: AER: Device recovery successful",
+    "[drm] [nvidia-drm] [GPU ID 0x00002d00] Loading driver",
+    "  show_stack+0x52/0x5c",
+    "kernel: [12345.678] eth0: link up",
+    "",
+]
+
+
+def _dmesg(stamp: float) -> str:
+    return f"[{stamp:12.6f}] "
+
+
+_PREFIXES = [
+    lambda n, t: "",
+    lambda n, t: _dmesg(t),
+    lambda n, t: f"[{t:12.6f}] [  T{n % 9999}] ",
+    lambda n, t: "[Mon Aug  5 03:54:13 2024] ",
+    lambda n, t: f"[  +{t % 1:.6f}] ",
+    lambda n, t: "kern  :err   : " + _dmesg(t),
+    lambda n, t: "Sep 19 16:18:02 gpu-07 kernel: ",
+    lambda n, t: "Sep 19 16:18:02 gpu-07 kernel: " + _dmesg(t),
+    lambda n, t: "фев 12 00:48:02 kernel: ",
+    lambda n, t: "2024-09-19T16:18:02.123456+02:00 gpu-07 kernel: ",
+    lambda n, t: f"[{t:12.6f}] gpu-07 kernel: ",
+    lambda n, t: f"4,{n},{int(t * 1_000_000)},-;",
+    lambda n, t: f"6,{n},{int(t * 1_000_000)},-,caller=T{n % 99};",
+    lambda n, t: "kernel: ",
+]
+
+
+_KMSG_FORMS = frozenset({11, 12})
+
+
+def _render(bodies: list[str], forms: list[int], stamps: list[float]) -> list[str]:
+    """Each body behind the prefix form `forms` picks for it (cycled), kmsg with dictionary."""
+    rendered: list[str] = []
+    for index, body in enumerate(bodies):
+        form = forms[index % len(forms)]
+        rendered.append(_PREFIXES[form](index + 1, stamps[index % len(stamps)]) + body)
+        if form in _KMSG_FORMS and body.startswith(("pcieport", "nvidia ", "hpsa")):
+            rendered.extend([" SUBSYSTEM=pci", " DEVICE=+pci:" + body.split()[1].rstrip(":")])
+    return rendered
+
+
+def _without_time(facts: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [{key: value for key, value in fact.items() if key != "time"} for fact in facts]
+
+
+def _aer(raw: list[str]) -> list[dict[str, object]]:
+    return [event.to_fact() for event in parse_aer(iter_kernel_lines(raw))]
+
+
+def _xid(raw: list[str]) -> list[dict[str, object]]:
+    return [event.to_fact() for event in parse_xid(iter_kernel_lines(raw))]
+
+
+_FRAGMENTS = [
+    "AER: ", "PCIe Bus Error: severity=", "error status/mask=", "[ 0] ", "[14] ", "received",
+    "received from 0000:00:", "{1}[Hardware Error]: ", "section_type: PCIe error", "device_id: ",
+    "aer_status: 0x", "NVRM: ", "Xid (PCI:", "SXid (", "): ", "79, ", "pid=", "name=",
+    "fallen off the bus", "The NVIDIA GPU ", "pcieport 0000:00:1c.0: ", "kernel: ", "[",
+    "]", "\\x0a", "0000:00:1c.0", ":", ",", ";", "6,1,2,-;", " ", "\x00", "\t", "Sep 19 16:18:02 ",
+    "can't find device of ID", "type=", "id=00e8", "0x", "ffff", "(First)", "\udcff",
+]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.text(max_size=80), st.lists(st.sampled_from(_FRAGMENTS), max_size=12)
+                          .map("".join)), max_size=30))
+def test_no_input_crashes_anything(raw: list[str]) -> None:
+    for line in raw:
+        split_kernel_line(line)
+        might_be_aer(line)
+        might_be_xid(line)
+    lines = list(iter_kernel_lines(raw))
+    for event in parse_aer(lines):
+        assert event.severity in ("corrected", "nonfatal", "fatal")
+        event.to_fact()
+    for xid_event in parse_xid(lines):
+        xid_event.to_fact()
+
+
+@settings(max_examples=200)
+@given(
+    report=st.sampled_from(AER_REPORTS),
+    noise=st.lists(st.tuples(st.integers(min_value=0, max_value=20), st.sampled_from(UNRELATED)),
+                   max_size=12),
+)
+def test_unrelated_lines_never_change_an_aer_report(
+    report: list[str], noise: list[tuple[int, str]]
+) -> None:
+    mixed = list(report)
+    for position, line in noise:
+        mixed.insert(min(position, len(mixed)), line)
+    assert _aer(mixed) == _aer(report)
+    assert _aer([line for line in mixed if might_be_aer(line)]) == _aer(report)
+
+
+@settings(max_examples=200)
+@given(
+    reports=st.lists(st.sampled_from(AER_REPORTS), min_size=1, max_size=3),
+    forms=st.lists(st.integers(min_value=0, max_value=len(_PREFIXES) - 1), min_size=1),
+    stamps=st.lists(st.floats(min_value=0, max_value=9_999_999, allow_nan=False), min_size=1),
+)
+def test_prefix_form_never_changes_aer_facts_but_time(
+    reports: list[list[str]], forms: list[int], stamps: list[float]
+) -> None:
+    bodies = [line for report in reports for line in report]
+    rendered = _render(bodies, forms, stamps)
+    assert _without_time(_aer(rendered)) == _without_time(_aer(bodies))
+
+
+@settings(max_examples=200)
+@given(
+    bodies=st.lists(st.sampled_from(XID_BODIES), max_size=20),
+    forms=st.lists(st.integers(min_value=0, max_value=len(_PREFIXES) - 1), min_size=1),
+    stamps=st.lists(st.floats(min_value=0, max_value=9_999_999, allow_nan=False), min_size=1),
+)
+def test_prefix_form_never_changes_xid_facts_but_time(
+    bodies: list[str], forms: list[int], stamps: list[float]
+) -> None:
+    rendered = _render(bodies, forms, stamps)
+    expected = _xid(bodies)
+    assert _without_time(_xid(rendered)) == _without_time(expected)
+    assert _xid([line for line in rendered if might_be_xid(line)]) == _xid(rendered)
+
+
+@given(body=st.sampled_from([line for report in AER_REPORTS for line in report] + XID_BODIES),
+       form=st.integers(min_value=0, max_value=len(_PREFIXES) - 1),
+       stamp=st.floats(min_value=0, max_value=9_999_999, allow_nan=False))
+def test_every_prefix_form_splits_back_to_the_body(body: str, form: int, stamp: float) -> None:
+    split = split_kernel_line(_PREFIXES[form](7, stamp) + body)
+    assert split is not None
+    assert split.body == body
