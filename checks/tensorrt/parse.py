@@ -64,7 +64,12 @@ class Fallback:
 
 @dataclass(frozen=True, slots=True)
 class PrecisionFallback:
-    """A layer kept at or moved to a higher precision than requested (``from`` -> ``to``)."""
+    """A layer kept at or moved to a higher precision than requested (``from`` -> ``to``).
+
+    For a missing INT8 scale ``to`` is FP16 when the printed build options enable FP16 (BF16
+    likewise), else FP32. ``requested`` is None when neither the message nor the printed build
+    options name a lower precision.
+    """
 
     layer: str | None
     requested: str | None
@@ -76,7 +81,20 @@ class PrecisionFallback:
 
 @dataclass(frozen=True, slots=True)
 class TrtLog:
-    """What one TensorRT log says. Lists are capped; the ``*_total`` fields count them all."""
+    """What one TensorRT log says. Lists are capped; the ``*_total`` fields count them all.
+
+    ``gpu`` is the device name as printed (trtexec's "Selected Device:", "Engine built for GPU
+    N (name)"); ``sm`` only a printed compute capability: an engine plan's "got compute X.Y"
+    beats trtexec's "Compute Capability: X.Y", which beats an ``SM_XY`` mention. ``layers`` is
+    "Builder completed with N layers", else the last verbose "After ...: N layers", else
+    "Original: N layers"; ``fused`` a printed "fused N", else the number of verbose "Fusing X
+    with Y" lines. ``build_time_s`` is TensorRT-LLM's "Total time of building all engines",
+    else trtexec's "Engine built in" / Polygraphy's "Finished engine building in", else the sum
+    of TensorRT's "Engine generation completed in". ``peak_memory_mib`` is the largest GPU
+    figure of the ``[MemUsageChange]`` (``now: ... GPU Y``), ``[MemUsageSnapshot]`` and
+    ``[MemUsageStats]`` lines (host figures are not GPU memory and are left out).
+    ``truncated``: a list was capped, or an error's (or a fallback's) text was cut.
+    """
 
     file: str
     trt_version: str | None

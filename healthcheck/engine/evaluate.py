@@ -1,7 +1,8 @@
 """Evaluate rules over the checks' results: verdicts per node or per GPU.
 
 The engine never touches the host: its inputs are the check results, the profile and the
-params. A rule whose required check was skipped is SKIPPED; one whose check could not run,
+params. Nulls in facts are dropped before evaluation: a rule tests presence with `has()`, and
+reading an absent value is an error that makes the verdict UNKNOWN. A rule whose required check was skipped is SKIPPED; one whose check could not run,
 or whose expression reads a value that is missing (absent key, null), is UNKNOWN with the
 reason. Missing data never reads as healthy.
 """
@@ -85,6 +86,15 @@ def build_activation(
         "params": params,
         "node": node,
     }
+
+
+def without_nulls(value: Any) -> Any:
+    """Drop nulls, so a rule tests presence with CEL's `has()` and reading one is an error."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value if v is not None]
+    return value
 
 
 def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:

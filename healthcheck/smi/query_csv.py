@@ -229,8 +229,14 @@ def _same_fields(a: list[_Column], b: list[_Column]) -> bool:
 
 def _other_header(columns: list[_Column], given: list[_Column]) -> bool:
     """A name-like first line that does not match fields=: another header (refused) when it
-    has another width or a unit in brackets; else a data row of lower-case words."""
-    return len(columns) != len(given) or any(c.unit is not None for c in columns)
+    has another width, a unit in brackets or a name of fields=; else a data row of lower-case
+    words (``gpu_burn`` under ``process_name``)."""
+    named = {c.field.lower() for c in given}
+    return (
+        len(columns) != len(given)
+        or any(c.unit is not None for c in columns)
+        or any(c.field.lower() in named for c in columns)
+    )
 
 
 def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) -> QueryCsv:

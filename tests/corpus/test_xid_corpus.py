@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from conftest import corpus_root
-
 from sitscheck.checks.xid.parse import might_be_xid, parse_xid
 from sitscheck.kernlog.lines import iter_kernel_lines
 
@@ -34,7 +33,7 @@ def test_xid_sample_matches_expected_events(corpus: Path, name: str) -> None:
     expected = _expected(sample)
     got = _facts(sample.read_text().splitlines())
     assert len(got) == len(expected)
-    for index, (event, want) in enumerate(zip(got, expected)):
+    for index, (event, want) in enumerate(zip(got, expected, strict=True)):
         assert {key: event[key] for key in want} == want, f"event {index}"
 
 

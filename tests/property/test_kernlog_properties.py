@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from sitscheck.checks.pcie_aer.parse import might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import might_be_xid, parse_xid
 from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
@@ -26,8 +25,7 @@ AER_REPORTS: list[list[str]] = [
         "nvidia 0000:98:00.0:    [ 6] BadTLP",
     ],
     [  # 6.x multiple: root port and GPU blocks
-        "pcieport 0000:97:01.0: AER: Multiple Correctable error message received from "
-        "0000:98:00.0",
+        "pcieport 0000:97:01.0: AER: Multiple Correctable error message received from 0000:98:00.0",
         "pcieport 0000:97:01.0: PCIe Bus Error: severity=Correctable, type=Data Link Layer, "
         "(Transmitter ID)",
         "pcieport 0000:97:01.0:   device [8086:352a] error status/mask=00001100/00002000",
@@ -172,18 +170,59 @@ def _xid(raw: list[str]) -> list[dict[str, object]]:
 
 
 _FRAGMENTS = [
-    "AER: ", "PCIe Bus Error: severity=", "error status/mask=", "[ 0] ", "[14] ", "received",
-    "received from 0000:00:", "{1}[Hardware Error]: ", "section_type: PCIe error", "device_id: ",
-    "aer_status: 0x", "NVRM: ", "Xid (PCI:", "SXid (", "): ", "79, ", "pid=", "name=",
-    "fallen off the bus", "The NVIDIA GPU ", "pcieport 0000:00:1c.0: ", "kernel: ", "[",
-    "]", "\\x0a", "0000:00:1c.0", ":", ",", ";", "6,1,2,-;", " ", "\x00", "\t", "Sep 19 16:18:02 ",
-    "can't find device of ID", "type=", "id=00e8", "0x", "ffff", "(First)", "\udcff",
+    "AER: ",
+    "PCIe Bus Error: severity=",
+    "error status/mask=",
+    "[ 0] ",
+    "[14] ",
+    "received",
+    "received from 0000:00:",
+    "{1}[Hardware Error]: ",
+    "section_type: PCIe error",
+    "device_id: ",
+    "aer_status: 0x",
+    "NVRM: ",
+    "Xid (PCI:",
+    "SXid (",
+    "): ",
+    "79, ",
+    "pid=",
+    "name=",
+    "fallen off the bus",
+    "The NVIDIA GPU ",
+    "pcieport 0000:00:1c.0: ",
+    "kernel: ",
+    "[",
+    "]",
+    "\\x0a",
+    "0000:00:1c.0",
+    ":",
+    ",",
+    ";",
+    "6,1,2,-;",
+    " ",
+    "\x00",
+    "\t",
+    "Sep 19 16:18:02 ",
+    "can't find device of ID",
+    "type=",
+    "id=00e8",
+    "0x",
+    "ffff",
+    "(First)",
+    "\udcff",
 ]
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.text(max_size=80), st.lists(st.sampled_from(_FRAGMENTS), max_size=12)
-                          .map("".join)), max_size=30))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=80), st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join)
+        ),
+        max_size=30,
+    )
+)
 def test_no_input_crashes_anything(raw: list[str]) -> None:
     for line in raw:
         split_kernel_line(line)
@@ -200,8 +239,9 @@ def test_no_input_crashes_anything(raw: list[str]) -> None:
 @settings(max_examples=200)
 @given(
     report=st.sampled_from(AER_REPORTS),
-    noise=st.lists(st.tuples(st.integers(min_value=0, max_value=20), st.sampled_from(UNRELATED)),
-                   max_size=12),
+    noise=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=20), st.sampled_from(UNRELATED)), max_size=12
+    ),
 )
 def test_unrelated_lines_never_change_an_aer_report(
     report: list[str], noise: list[tuple[int, str]]
@@ -242,9 +282,11 @@ def test_prefix_form_never_changes_xid_facts_but_time(
     assert _xid([line for line in rendered if might_be_xid(line)]) == _xid(rendered)
 
 
-@given(body=st.sampled_from([line for report in AER_REPORTS for line in report] + XID_BODIES),
-       form=st.integers(min_value=0, max_value=len(_PREFIXES) - 1),
-       stamp=st.floats(min_value=0, max_value=9_999_999, allow_nan=False))
+@given(
+    body=st.sampled_from([line for report in AER_REPORTS for line in report] + XID_BODIES),
+    form=st.integers(min_value=0, max_value=len(_PREFIXES) - 1),
+    stamp=st.floats(min_value=0, max_value=9_999_999, allow_nan=False),
+)
 def test_every_prefix_form_splits_back_to_the_body(body: str, form: int, stamp: float) -> None:
     split = split_kernel_line(_PREFIXES[form](7, stamp) + body)
     assert split is not None

@@ -1,10 +1,12 @@
 """sitscheck.checks.pcie_aer.parse on reports written as kernels print them (drivers/pci/pcie/aer.c
 and drivers/firmware/efi/cper.c wording of each era), beyond the shared corpus."""
 
+# Log samples are kept verbatim, as wide as the kernel printed them.
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 import pytest
-
 from sitscheck.checks.pcie_aer.parse import AerEvent, might_be_aer, parse_aer
 from sitscheck.kernlog.lines import iter_kernel_lines
 
@@ -55,8 +57,15 @@ KMSG_CORRECTABLE_H100 = """
 
 def test_kmsg_records_with_dictionary_lines() -> None:
     assert facts(KMSG_CORRECTABLE_H100) == [
-        event("0000:97:01.0", "0000:98:00.0", "10de:2330", "corrected", "Physical Layer",
-              ["RxErr"], time="512100200"),
+        event(
+            "0000:97:01.0",
+            "0000:98:00.0",
+            "10de:2330",
+            "corrected",
+            "Physical Layer",
+            ["RxErr"],
+            time="512100200",
+        ),
     ]
 
 
@@ -74,8 +83,15 @@ NONFATAL_H200_INTERLEAVED = """
 
 def test_nonfatal_on_h200_with_other_messages_in_between() -> None:
     assert facts(NONFATAL_H200_INTERLEAVED) == [
-        event("0000:15:01.0", "0000:1b:00.0", "10de:2335", "nonfatal", "Transaction Layer",
-              ["CmpltTO"], time="9021.377104"),
+        event(
+            "0000:15:01.0",
+            "0000:1b:00.0",
+            "10de:2335",
+            "nonfatal",
+            "Transaction Layer",
+            ["CmpltTO"],
+            time="9021.377104",
+        ),
     ]
 
 
@@ -119,8 +135,7 @@ GHES_FATAL_H200 = """
 
 def test_firmware_first_fatal_decodes_uncorrectable_status() -> None:
     assert facts(GHES_FATAL_H200) == [
-        event(None, "0000:1b:00.0", "10de:2335", "fatal", None, ["CmpltTO"],
-              time="7101.002211"),
+        event(None, "0000:1b:00.0", "10de:2335", "fatal", None, ["CmpltTO"], time="7101.002211"),
     ]
 
 
@@ -148,8 +163,15 @@ GHES_CORRECTED_WITH_KERNEL_PRINT = """
 
 def test_firmware_first_record_and_kernel_print_are_one_event() -> None:
     assert facts(GHES_CORRECTED_WITH_KERNEL_PRINT) == [
-        event(None, "0000:3a:00.0", "8086:2030", "corrected", "Physical Layer", ["RxErr"],
-              time="5014.119511"),
+        event(
+            None,
+            "0000:3a:00.0",
+            "8086:2030",
+            "corrected",
+            "Physical Layer",
+            ["RxErr"],
+            time="5014.119511",
+        ),
     ]
 
 
@@ -169,10 +191,26 @@ kern  :warn  : [  512.100255] nvidia 0000:98:00.0:    [ 6] BadTLP
 
 def test_dmesg_x_multiple_report_gives_one_event_per_device() -> None:
     assert facts(DMESG_X_MULTIPLE) == [
-        event("0000:97:01.0", "0000:97:01.0", "8086:352a", "corrected", "Data Link Layer",
-              ["Rollover", "Timeout"], multiple=True, time="512.100200"),
-        event("0000:97:01.0", "0000:98:00.0", "10de:2330", "corrected", "Physical Layer",
-              ["RxErr", "BadTLP"], multiple=True, time="512.100200"),
+        event(
+            "0000:97:01.0",
+            "0000:97:01.0",
+            "8086:352a",
+            "corrected",
+            "Data Link Layer",
+            ["Rollover", "Timeout"],
+            multiple=True,
+            time="512.100200",
+        ),
+        event(
+            "0000:97:01.0",
+            "0000:98:00.0",
+            "10de:2330",
+            "corrected",
+            "Physical Layer",
+            ["RxErr", "BadTLP"],
+            multiple=True,
+            time="512.100200",
+        ),
     ]
 
 
@@ -189,8 +227,9 @@ pcieport 0000:00:03.0: broadcast error_detected message
 
 def test_4x_fatal_with_long_names_and_tlp_header() -> None:
     assert facts(FATAL_4X_MALFORMED_TLP) == [
-        event("0000:00:03.0", "0000:00:03.0", "8086:6f08", "fatal", "Transaction Layer",
-              ["MalfTLP"]),
+        event(
+            "0000:00:03.0", "0000:00:03.0", "8086:6f08", "fatal", "Transaction Layer", ["MalfTLP"]
+        ),
     ]
 
 
@@ -205,10 +244,17 @@ CANT_FIND_AFTER_HEADER = """
 
 def test_cant_find_note_is_part_of_its_header() -> None:
     assert facts(CANT_FIND_AFTER_HEADER) == [
-        event("0000:00:03.0", "0000:00:03.0", None, "corrected", None, [],
-              time="16064.882605"),
-        event("0000:00:03.0", "0000:00:03.0", None, "corrected", None, [], multiple=True,
-              time="16064.884607"),
+        event("0000:00:03.0", "0000:00:03.0", None, "corrected", None, [], time="16064.882605"),
+        event(
+            "0000:00:03.0",
+            "0000:00:03.0",
+            None,
+            "corrected",
+            None,
+            [],
+            multiple=True,
+            time="16064.884607",
+        ),
     ]
 
 
@@ -232,8 +278,15 @@ VMD_DOMAIN = """
 
 def test_vmd_five_digit_domain() -> None:
     assert facts(VMD_DOMAIN) == [
-        event("10000:e0:06.0", "10000:e1:00.0", "144d:a80a", "corrected", "Data Link Layer",
-              ["BadDLLP"], time="88.610022"),
+        event(
+            "10000:e0:06.0",
+            "10000:e1:00.0",
+            "144d:a80a",
+            "corrected",
+            "Data Link Layer",
+            ["BadDLLP"],
+            time="88.610022",
+        ),
     ]
 
 
@@ -276,10 +329,17 @@ nvidia 0000:01:00.0:    [ 0] RxErr
 nvidia 0000:81:00.0:    [20] UnsupReq               (First)
 """
     assert facts(text) == [
-        event("0000:00:01.0", "0000:01:00.0", "10de:20b5", "corrected", "Physical Layer",
-              ["RxErr"]),
-        event("0000:80:01.0", "0000:81:00.0", "10de:20b5", "nonfatal", "Transaction Layer",
-              ["UnsupReq"]),
+        event(
+            "0000:00:01.0", "0000:01:00.0", "10de:20b5", "corrected", "Physical Layer", ["RxErr"]
+        ),
+        event(
+            "0000:80:01.0",
+            "0000:81:00.0",
+            "10de:20b5",
+            "nonfatal",
+            "Transaction Layer",
+            ["UnsupReq"],
+        ),
     ]
 
 
@@ -295,9 +355,17 @@ pcieport 0000:00:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transa
 
 @pytest.mark.parametrize(
     "text",
-    [KMSG_CORRECTABLE_H100, NONFATAL_H200_INTERLEAVED, FATAL_H200_INACCESSIBLE, GHES_FATAL_H200,
-     GHES_CORRECTED_WITH_KERNEL_PRINT, DMESG_X_MULTIPLE, FATAL_4X_MALFORMED_TLP,
-     CANT_FIND_AFTER_HEADER, VMD_DOMAIN],
+    [
+        KMSG_CORRECTABLE_H100,
+        NONFATAL_H200_INTERLEAVED,
+        FATAL_H200_INACCESSIBLE,
+        GHES_FATAL_H200,
+        GHES_CORRECTED_WITH_KERNEL_PRINT,
+        DMESG_X_MULTIPLE,
+        FATAL_4X_MALFORMED_TLP,
+        CANT_FIND_AFTER_HEADER,
+        VMD_DOMAIN,
+    ],
 )
 def test_prefilter_keeps_every_needed_line(text: str) -> None:
     raw = text.strip("\n").splitlines()
@@ -327,7 +395,14 @@ def test_event_is_frozen_and_fact_has_exactly_the_documented_keys() -> None:
     (only,) = parse_aer(iter_kernel_lines(KMSG_CORRECTABLE_H100.strip().splitlines()))
     assert isinstance(only, AerEvent)
     assert set(only.to_fact()) == {
-        "reporter", "device", "vendor_device", "severity", "type", "errors", "multiple", "time",
+        "reporter",
+        "device",
+        "vendor_device",
+        "severity",
+        "type",
+        "errors",
+        "multiple",
+        "time",
     }
     with pytest.raises(AttributeError):
         only.severity = "fatal"  # type: ignore[misc]

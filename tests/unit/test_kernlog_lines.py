@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
 
 MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
@@ -44,7 +43,11 @@ MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
             "2024-09-19T16:18:02.123456+02:00",
             None,
         ),
-        (f"Thu 2024-09-19 16:18:02 CEST gpu-07 kernel: {MSG}", "Thu 2024-09-19 16:18:02 CEST", None),
+        (
+            f"Thu 2024-09-19 16:18:02 CEST gpu-07 kernel: {MSG}",
+            "Thu 2024-09-19 16:18:02 CEST",
+            None,
+        ),
         (f"[  123.456789] gpu-07 kernel: {MSG}", "123.456789", None),
         # bare tag, console log level
         (f"kernel: {MSG}", None, None),
@@ -53,7 +56,9 @@ MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
         (MSG, None, None),
     ],
 )
-def test_every_prefix_form_gives_the_same_body(raw: str, time: str | None, caller: str | None) -> None:
+def test_every_prefix_form_gives_the_same_body(
+    raw: str, time: str | None, caller: str | None
+) -> None:
     assert split_kernel_line(raw) == KernelLine(body=MSG, time=time, caller=caller)
 
 

@@ -70,6 +70,11 @@ def test_fields_given_with_a_header_match_in_any_order() -> None:
     assert rows == parse_query_csv("index, name\n0, NVIDIA H200\n")
     with pytest.raises(SmiParseError):
         parse_query_csv("index, pci.bus_id\n0, 00000000:03:00.0\n", fields=["index", "name"])
+    with pytest.raises(SmiParseError):
+        parse_query_csv("power.draw [W]\n67.97 W\n", fields=["temperature.gpu"])
+    # a first row of lower-case words is data, not a header
+    rows = parse_query_csv("gpu_burn, 11345\npython3, 7\n", fields=["process_name", "pid"])
+    assert [field_str(r, "process_name") for r in rows] == ["gpu_burn", "python3"]
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """sitscheck.checks.xid.parse and .catalog on lines written as the NVIDIA driver prints them
 (kernel_rc.c / osHandleGpuLost / nvswitch wording), beyond the shared corpus."""
 
+# Log samples are kept verbatim, as wide as the kernel printed them.
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 import pytest
-
 from sitscheck.checks.xid.catalog import (
     XidInfo,
     assess_xid,
@@ -47,10 +49,24 @@ XID79_THEN_MESSAGE = """
 
 def test_xid79_and_its_fallen_off_message_are_one_event() -> None:
     assert facts(XID79_THEN_MESSAGE) == [
-        {"device": "0000:91:00.0", "xid": 79, "sxid": None, "pid": None, "process": None,
-         "time": "6781741.548779", "message": "GPU has fallen off the bus."},
-        {"device": "0000:06:00.0", "xid": None, "sxid": 20034, "pid": None, "process": None,
-         "time": "6781753.400584", "message": "Fatal, Link 38 LTSSM Fault Up"},
+        {
+            "device": "0000:91:00.0",
+            "xid": 79,
+            "sxid": None,
+            "pid": None,
+            "process": None,
+            "time": "6781741.548779",
+            "message": "GPU has fallen off the bus.",
+        },
+        {
+            "device": "0000:06:00.0",
+            "xid": None,
+            "sxid": 20034,
+            "pid": None,
+            "process": None,
+            "time": "6781753.400584",
+            "message": "Fatal, Link 38 LTSSM Fault Up",
+        },
     ]
     first = events(XID79_THEN_MESSAGE)[0]
     assert "GPU 0000:91:00.0: GPU serial number is 1653723052734." in first.details
@@ -62,8 +78,15 @@ Sep 09 15:53:19 saturn kernel: NVRM: GPU 0000:10:00.0: GPU has fallen off the bu
 Sep 09 15:53:19 saturn kernel: NVRM: Xid (PCI:0000:10:00): 79, pid=0, GPU has fallen off the bus.
 """
     assert facts(text) == [
-        {"device": "0000:10:00.0", "xid": 79, "sxid": None, "pid": 0, "process": None,
-         "time": "Sep 09 15:53:19", "message": "GPU has fallen off the bus."},
+        {
+            "device": "0000:10:00.0",
+            "xid": 79,
+            "sxid": None,
+            "pid": 0,
+            "process": None,
+            "time": "Sep 09 15:53:19",
+            "message": "GPU has fallen off the bus.",
+        },
     ]
 
 
@@ -137,12 +160,25 @@ kernel: NVRM: Xid (PCI:0000:0f:00): 64, pid=57530, Row Remapper Error: (0x000000
 kernel: NVRM: Xid (PCI:0000:0f:00): 95, pid=7062, Uncontained: LTC TAG (0x2,0x1). RST: Yes, D-RST: No
 """
     assert facts(text) == [
-        {"device": "0000:0f:00.0", "xid": 64, "sxid": None, "pid": 57530, "process": None,
-         "time": None,
-         "message": "Row Remapper Error: (0x00000005d28c03a0) - All reserved rows for bank "
-                    "are remapped"},
-        {"device": "0000:0f:00.0", "xid": 95, "sxid": None, "pid": 7062, "process": None,
-         "time": None, "message": "Uncontained: LTC TAG (0x2,0x1). RST: Yes, D-RST: No"},
+        {
+            "device": "0000:0f:00.0",
+            "xid": 64,
+            "sxid": None,
+            "pid": 57530,
+            "process": None,
+            "time": None,
+            "message": "Row Remapper Error: (0x00000005d28c03a0) - All reserved rows for bank "
+            "are remapped",
+        },
+        {
+            "device": "0000:0f:00.0",
+            "xid": 95,
+            "sxid": None,
+            "pid": 7062,
+            "process": None,
+            "time": None,
+            "message": "Uncontained: LTC TAG (0x2,0x1). RST: Yes, D-RST: No",
+        },
     ]
 
 
@@ -162,12 +198,18 @@ NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:02): 13, pid=9120, name=python3, Graph
 @pytest.mark.parametrize(
     ("line", "device"),
     [
-        ("NVRM: Xid (0003:00): 13, 0001 00000000 0000a097 00001b0c 1000f010 00000000",
-         "0000:03:00.0"),
-        ("NVRM: Xid (0000:03:00): 13, 0001 00000000 0000a097 00001b0c 1000f010 00000000",
-         "0000:03:00.0"),
-        ("NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x0)",
-         "0019:01:00.0"),
+        (
+            "NVRM: Xid (0003:00): 13, 0001 00000000 0000a097 00001b0c 1000f010 00000000",
+            "0000:03:00.0",
+        ),
+        (
+            "NVRM: Xid (0000:03:00): 13, 0001 00000000 0000a097 00001b0c 1000f010 00000000",
+            "0000:03:00.0",
+        ),
+        (
+            "NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x0)",
+            "0019:01:00.0",
+        ),
     ],
 )
 def test_old_and_domain_addresses(line: str, device: str) -> None:
@@ -179,8 +221,10 @@ def test_nvlink_xid74_with_unknown_pid_forms() -> None:
 Aug 05 03:12:01 gpu-node-17 kernel: NVRM: Xid (PCI:0000:b9:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 6(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)
 Aug 05 03:12:01 gpu-node-17 kernel: NVRM: Xid (PCI:0000:65:00): 74, pid=<unknown>, name=<unknown>, NVLink: fatal error detected on link 2
 """
-    assert core(text) == [("0000:b9:00.0", 74, None, None, None),
-                          ("0000:65:00.0", 74, None, None, None)]
+    assert core(text) == [
+        ("0000:b9:00.0", 74, None, None, None),
+        ("0000:65:00.0", 74, None, None, None),
+    ]
     assert events(text)[0].message.startswith("NVLink: fatal error detected on link 6(")
 
 
@@ -204,8 +248,12 @@ def test_kmsg_xid_keeps_seq_time_and_process_in_parentheses() -> None:
     ]
     (only,) = parse_xid(iter_kernel_lines(raw))
     assert only.to_fact() == {
-        "device": "0000:2d:00.0", "xid": 109, "sxid": None, "pid": 619,
-        "process": "(udev-worker)", "time": "30709123456",
+        "device": "0000:2d:00.0",
+        "xid": 109,
+        "sxid": None,
+        "pid": 619,
+        "process": "(udev-worker)",
+        "time": "30709123456",
         "message": "channel 0x00000001, errorString CTX SWITCH TIMEOUT, Info 0x4000",
     }
 
@@ -224,8 +272,15 @@ Mai 17 13:10:26 ANDROMEDA kernel: NVRM: Xid (PCI:0000:01:00): 45, pid=1818990, n
 
 def test_xid_line_cut_after_the_number() -> None:
     assert facts("[ 12.5] NVRM: Xid (PCI:0000:01:00): 79") == [
-        {"device": "0000:01:00.0", "xid": 79, "sxid": None, "pid": None, "process": None,
-         "time": "12.5", "message": ""},
+        {
+            "device": "0000:01:00.0",
+            "xid": 79,
+            "sxid": None,
+            "pid": None,
+            "process": None,
+            "time": "12.5",
+            "message": "",
+        },
     ]
 
 
@@ -248,9 +303,50 @@ def test_might_be_xid(line: str, expected: bool) -> None:
 
 
 def test_catalog_covers_the_xids_that_matter_on_datacenter_gpus() -> None:
-    important = [8, 13, 31, 32, 43, 45, 48, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95,
-                 109, 110, 119, 120, 121, 136, 137, 140, 143, 144, 145, 146, 147, 148, 149, 150,
-                 151, 154, 155, 156, 157, 158, 159, 167, 169]
+    important = [
+        8,
+        13,
+        31,
+        32,
+        43,
+        45,
+        48,
+        62,
+        63,
+        64,
+        68,
+        69,
+        74,
+        79,
+        92,
+        94,
+        95,
+        109,
+        110,
+        119,
+        120,
+        121,
+        136,
+        137,
+        140,
+        143,
+        144,
+        145,
+        146,
+        147,
+        148,
+        149,
+        150,
+        151,
+        154,
+        155,
+        156,
+        157,
+        158,
+        159,
+        167,
+        169,
+    ]
     assert len(set(important)) >= 40
     for code in important:
         info = lookup_xid(code)
@@ -284,8 +380,9 @@ def test_xid_entries(code: int, severity: str, action: str, sympathetic: bool) -
 
 
 def test_unknown_codes_get_a_safe_default() -> None:
-    assert lookup_xid(9999) == XidInfo(9999, "xid", "UNKNOWN", "Xid 9999 is not in this catalog",
-                                       "warning", "inspect", known=False)
+    assert lookup_xid(9999) == XidInfo(
+        9999, "xid", "UNKNOWN", "Xid 9999 is not in this catalog", "warning", "inspect", known=False
+    )
     unknown = lookup_sxid(99999)
     assert (unknown.severity, unknown.action, unknown.known) == ("warning", "inspect", False)
 
@@ -310,20 +407,34 @@ def test_sxid_entries(code: int, severity: str, action: str) -> None:
 @pytest.mark.parametrize(
     ("message", "label", "action"),
     [
-        ("GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
-         "GPU Reset Required", "reset_gpu"),
-        ("GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
-         "Node Reboot Required", "reboot_node"),
-        ("GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)", "Drain P2P",
-         "drain_p2p"),
-        ("GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
-         "Drain and Reset", "drain_and_reset"),
-        ("GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", "None",
-         "none"),
+        (
+            "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
+            "GPU Reset Required",
+            "reset_gpu",
+        ),
+        (
+            "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+            "Node Reboot Required",
+            "reboot_node",
+        ),
+        (
+            "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)",
+            "Drain P2P",
+            "drain_p2p",
+        ),
+        (
+            "GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)",
+            "Drain and Reset",
+            "drain_and_reset",
+        ),
+        ("GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)", "None", "none"),
         ("GPU recovery action changed from 0x0 (None) to 0x1 (PF FLR)", "PF FLR", "reset_gpu"),
         ("recovery action: Node Reboot Required", "Node Reboot Required", "reboot_node"),
-        ("GPU recovery action changed from 0x0 (None) to 0x9 (Something New)", "Something New",
-         None),
+        (
+            "GPU recovery action changed from 0x0 (None) to 0x9 (Something New)",
+            "Something New",
+            None,
+        ),
         ("Ch 00000001", None, None),
     ],
 )
@@ -333,10 +444,13 @@ def test_xid154_recovery_action(message: str, label: str | None, action: str | N
 
 
 def test_assess_refines_by_message() -> None:
-    reboot = assess_xid(154, "GPU recovery action changed from 0x0 (None) to 0x2 "
-                             "(Node Reboot Required)")
+    reboot = assess_xid(
+        154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"
+    )
     assert (reboot.severity, reboot.action) == ("critical", "reboot_node")
     assert assess_xid(154, "changed from 0x1 (GPU Reset Required) to 0x0 (None)").severity == "info"
-    assert assess_xid(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6)").severity == "critical"
+    assert (
+        assess_xid(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6)").severity == "critical"
+    )
     assert assess_xid(144, "SAW_MVB Nonfatal XC0 i0 Link 0 (0x00000001)").severity == "warning"
     assert assess_xid(79) == lookup_xid(79)
