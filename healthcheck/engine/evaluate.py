@@ -1,10 +1,10 @@
 """Evaluate rules over the checks' results: verdicts per node or per GPU.
 
 The engine never touches the host: its inputs are the check results, the profile and the
-params. Nulls in facts are dropped before evaluation: a rule tests presence with `has()`, and
-reading an absent value is an error that makes the verdict UNKNOWN. A rule whose required check was skipped is SKIPPED; one whose check could not run,
-or whose expression reads a value that is missing (absent key, null), is UNKNOWN with the
-reason. Missing data never reads as healthy.
+params. A rule whose required check was skipped is SKIPPED; one whose check could not run, or
+whose expression reads a value that is missing, is UNKNOWN with the reason. Nulls in facts are
+dropped before evaluation, so a rule tests presence with `has()` and reading an absent value
+is an error. Missing data never reads as healthy.
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ import json
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -101,7 +100,14 @@ _VIOLATIONS = {
 }
 _RETIRED = {0: "sbe", 1: "dbe"}
 _GPM_METRICS = {2: "sm_util", 3: "sm_occupancy", 5: "tensor_active", 10: "dram_bw_util"}
-_TOPOLOGY = {"internal": 0, "single": 10, "multiple": 20, "hostbridge": 30, "node": 40, "system": 50}
+_TOPOLOGY = {
+    "internal": 0,
+    "single": 10,
+    "multiple": 20,
+    "hostbridge": 30,
+    "node": 40,
+    "system": 50,
+}
 FI_MEMORY_TEMP = 82
 FI_RECOVERY_ACTION = 230
 P2P_STATUS_OK = 0
@@ -150,8 +156,7 @@ class _GpmMetricsGet:
         self.sample1: Any = None
         self.sample2: Any = None
         self.metrics = [
-            SimpleNamespace(metricId=0, nvmlReturn=NVML_ERROR_UNKNOWN, value=0.0)
-            for _ in range(98)
+            SimpleNamespace(metricId=0, nvmlReturn=NVML_ERROR_UNKNOWN, value=0.0) for _ in range(98)
         ]
 
 
@@ -247,7 +252,9 @@ class FakePynvml:
 
     def calls_to(self, function: str, gpu: int | None = None) -> list[Call]:
         with self._lock:
-            return [c for c in self.calls if c.function == function and (gpu is None or c.gpu == gpu)]
+            return [
+                c for c in self.calls if c.function == function and (gpu is None or c.gpu == gpu)
+            ]
 
     # ---- plumbing ----------------------------------------------------------------------
 
@@ -401,7 +408,9 @@ class FakePynvml:
         return int(self._value(gpu, key, (gpu.get("pcie") or {}).get(field_name)))
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
-        return self._pcie("nvmlDeviceGetCurrPcieLinkGeneration", handle, "pcie.gen_current", "gen_current")
+        return self._pcie(
+            "nvmlDeviceGetCurrPcieLinkGeneration", handle, "pcie.gen_current", "gen_current"
+        )
 
     def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
         return self._pcie("nvmlDeviceGetMaxPcieLinkGeneration", handle, "pcie.gen_max", "gen_max")
@@ -412,7 +421,9 @@ class FakePynvml:
         )
 
     def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
-        return self._pcie("nvmlDeviceGetCurrPcieLinkWidth", handle, "pcie.width_current", "width_current")
+        return self._pcie(
+            "nvmlDeviceGetCurrPcieLinkWidth", handle, "pcie.width_current", "width_current"
+        )
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
         return self._pcie("nvmlDeviceGetMaxPcieLinkWidth", handle, "pcie.width_max", "width_max")
@@ -420,7 +431,9 @@ class FakePynvml:
     def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
         gpu, seen = self._device("nvmlDeviceGetPcieReplayCounter", handle)
         pcie = gpu.get("pcie") or {}
-        value = self._start_end(seen, pcie.get("replay_counter_start"), pcie.get("replay_counter_end"))
+        value = self._start_end(
+            seen, pcie.get("replay_counter_start"), pcie.get("replay_counter_end")
+        )
         return int(self._value(gpu, "pcie.replay", value))
 
     def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
@@ -450,7 +463,9 @@ class FakePynvml:
     def nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: int) -> int:
         gpu, _ = self._device("nvmlDeviceGetTemperatureThreshold", handle, threshold)
         name = _THRESHOLDS[threshold]
-        return int(self._value(gpu, f"temperature.{name}", (gpu.get("temperature") or {}).get(name)))
+        return int(
+            self._value(gpu, f"temperature.{name}", (gpu.get("temperature") or {}).get(name))
+        )
 
     def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
         gpu, seen = self._device("nvmlDeviceGetTemperature", handle, sensor)
@@ -461,7 +476,9 @@ class FakePynvml:
     def nvmlDeviceGetMaxClockInfo(self, handle: Any, clock: int) -> int:
         gpu, _ = self._device("nvmlDeviceGetMaxClockInfo", handle, clock)
         name = _CLOCKS[clock]
-        return int(self._value(gpu, f"clocks_max.{name}", (gpu.get("clocks_max_mhz") or {}).get(name)))
+        return int(
+            self._value(gpu, f"clocks_max.{name}", (gpu.get("clocks_max_mhz") or {}).get(name))
+        )
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock: int) -> int:
         gpu, seen = self._device("nvmlDeviceGetClockInfo", handle, clock)
@@ -496,21 +513,18 @@ class FakePynvml:
         return SimpleNamespace(referenceTime=0, violationTime=int(value))
 
     def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[int]) -> list[SimpleNamespace]:
-        gpu, _ = self._device("nvmlDeviceGetFieldValues", handle, tuple(field_ids))
+        gpu, seen = self._device("nvmlDeviceGetFieldValues", handle, tuple(field_ids))
         out = []
         for field_id in field_ids:
+            value: Any = None
+            kind, member = VALUE_TYPE_UNSIGNED_INT, "uiVal"
             if field_id == FI_RECOVERY_ACTION:
-                value, kind, member = gpu.get("recovery_action"), VALUE_TYPE_UNSIGNED_INT, "uiVal"
-                self._value(gpu, "recovery_action", 0)  # a recorded error raises
+                self._value(gpu, "recovery_action", 0)  # a recorded failure raises
+                value = gpu.get("recovery_action")
             elif field_id == FI_MEMORY_TEMP:
-                with self._lock:
-                    seen = self._counters[("field", gpu["index"], field_id)]
-                    self._counters[("field", gpu["index"], field_id)] += 1
+                self._value(gpu, "temperature.memory", 0)
                 value = self._sample(gpu, seen, "mem_temp_c")
                 kind, member = VALUE_TYPE_SIGNED_LONG_LONG, "sllVal"
-                self._value(gpu, "temperature.memory", 0)
-            else:
-                value, kind, member = None, VALUE_TYPE_UNSIGNED_INT, "uiVal"
             union = SimpleNamespace(dVal=0.0, uiVal=0, ulVal=0, ullVal=0, sllVal=0, siVal=0)
             if value is not None:
                 setattr(union, member, value)
@@ -555,13 +569,17 @@ class FakePynvml:
     def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: Any) -> int:
         gpu, _ = self._device("nvmlDeviceGetRetiredPagesPendingStatus", handle)
         retired = gpu.get("retired_pages")
-        pending = self._value(gpu, "retired_pages.pending", None if retired is None else retired["pending"])
+        pending = self._value(
+            gpu, "retired_pages.pending", None if retired is None else retired["pending"]
+        )
         return int(bool(pending))
 
     def nvmlDeviceGetRetiredPages(self, handle: Any, cause: int) -> list[int]:
         gpu, _ = self._device("nvmlDeviceGetRetiredPages", handle, cause)
         name = _RETIRED[cause]
-        count = self._value(gpu, f"retired_pages.{name}", (gpu.get("retired_pages") or {}).get(name))
+        count = self._value(
+            gpu, f"retired_pages.{name}", (gpu.get("retired_pages") or {}).get(name)
+        )
         return [0x1000 * (n + 1) for n in range(int(count))]
 
     # ---- NVLink ------------------------------------------------------------------------
@@ -584,7 +602,9 @@ class FakePynvml:
 
     def nvmlDeviceGetNvLinkRemotePciInfo(self, handle: Any, link: int) -> SimpleNamespace:
         gpu, _ = self._device("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
-        remote = self._value(gpu, f"nvlink.{link}.remote", self._link(gpu, link).get("remote_pci_bus_id"))
+        remote = self._value(
+            gpu, f"nvlink.{link}.remote", self._link(gpu, link).get("remote_pci_bus_id")
+        )
         return SimpleNamespace(busId=nvml_bus_id(remote))
 
     def nvmlDeviceGetNvLinkVersion(self, handle: Any, link: int) -> int:
@@ -597,7 +617,9 @@ class FakePynvml:
         name = _NVLINK_ERRORS[counter]
         start = (entry.get("errors") or {}).get(name)
         end = (entry.get("errors_end") or {}).get(name)
-        return int(self._value(gpu, f"nvlink.{link}.errors.{name}", self._start_end(seen, start, end)))
+        return int(
+            self._value(gpu, f"nvlink.{link}.errors.{name}", self._start_end(seen, start, end))
+        )
 
     # ---- topology ----------------------------------------------------------------------
 
@@ -611,7 +633,9 @@ class FakePynvml:
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
 
     def nvmlDeviceGetTopologyCommonAncestor(self, first: Any, second: Any) -> int:
-        level = self._pair("nvmlDeviceGetTopologyCommonAncestor", first, second).get("common_ancestor")
+        level = self._pair("nvmlDeviceGetTopologyCommonAncestor", first, second).get(
+            "common_ancestor"
+        )
         if level not in _TOPOLOGY:
             raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
         return _TOPOLOGY[level]
@@ -666,33 +690,27 @@ def _thread_name() -> str:
     return threading.current_thread().name
 
 
-def recorded_inventory_keys() -> tuple[str, ...]:
-    """The per-GPU fields of a snapshot that do not depend on timing."""
-    return (
-        "index",
-        "name",
-        "uuid",
-        "pci_bus_id",
-        "pci_device_id",
-        "serial",
-        "vbios",
-        "inforom_image",
-        "persistence_mode",
-        "pcie",
-        "power",
-        "temperature",
-        "clocks_max_mhz",
-        "ecc",
-        "remap",
-        "retired_pages",
-        "nvlink",
-        "violations_ns_start",
-        "violations_ns_end",
-        "recovery_action",
-        "unavailable",
-    )
-
-
-def factory(recording: dict[str, Any], **kwargs: Any) -> Callable[[], FakePynvml]:
-    """A zero-argument maker, for code that wants to build its own fake."""
-    return lambda: FakePynvml(recording, **kwargs)
+# The per-GPU fields of a snapshot that do not depend on timing.
+INVENTORY_KEYS = (
+    "index",
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "pci_device_id",
+    "serial",
+    "vbios",
+    "inforom_image",
+    "persistence_mode",
+    "pcie",
+    "power",
+    "temperature",
+    "clocks_max_mhz",
+    "ecc",
+    "remap",
+    "retired_pages",
+    "nvlink",
+    "violations_ns_start",
+    "violations_ns_end",
+    "recovery_action",
+    "unavailable",
+)
