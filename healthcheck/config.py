@@ -19,13 +19,38 @@ SITE_CONFIG = SITE_DIR / "config.yaml"
 
 
 class OtlpSettings(BaseModel):
+    """Where and how reports go over OTLP (`sitscheck.export`); no endpoint: no export.
+
+    The OTEL_* environment variables and `--otlp` override these (see
+    `sitscheck.export.settings.resolve_settings`). Header values are credentials: `repr`/`str`
+    show their names only.
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     endpoint: str | None = None
-    protocol: str | None = None
+    protocol: str | None = Field(None, description="grpc or http/protobuf")
     headers: dict[str, str] = Field(default_factory=dict)
-    certificate: str | None = None
-    timeout_s: float | None = None
+    certificate: str | None = Field(None, description="CA bundle (PEM) to verify the endpoint")
+    timeout_s: float | None = Field(None, gt=0, description="per request; default 10")
+    client_certificate: str | None = Field(None, description="PEM, for mutual TLS")
+    client_key: str | None = Field(None, description="PEM, for mutual TLS")
+    insecure: bool | None = Field(None, description="grpc: no TLS where the endpoint has no scheme")
+    service_name: str | None = None
+    resource_attributes: dict[str, str] = Field(default_factory=dict)
+    spool_max_files: int = Field(200, ge=1, description="undelivered payloads kept on disk")
+    spool_max_bytes: int = Field(64 * 1024 * 1024, ge=1)
+    spool_max_age_s: float = Field(7 * 24 * 3600.0, gt=0)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            if name == "headers" and isinstance(value, dict):
+                yield name, {key: "<redacted>" for key in value}
+            elif name == "endpoint" and isinstance(value, str) and "@" in value:
+                scheme, sep, rest = value.rpartition("://")
+                yield name, f"{scheme}{sep}<redacted>@{rest.rpartition('@')[2]}"
+            else:
+                yield name, value
 
 
 class RunConfig(BaseModel):

@@ -358,7 +358,7 @@ class _AerState:
         self.slots.append(header)
 
     def _no_details(self, line: KernelLine, reporter: str | None, rest: str) -> None:
-        """"can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
+        """ "can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
         orphan = _Header(reporter, line.time)
         match = _NO_DETAILS.match(rest)
         if match is not None and match.group("id"):

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..checks.pcie_aer.parse import AerEvent, might_be_aer, parse_aer
 from ..checks.xid.parse import XidEvent, might_be_xid, parse_xid
 from ..sources.base import Sources
 from .lines import KernelLine, iter_kernel_lines
+from .prefilter import LineCounter, candidate_lines
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,16 @@ class _Counter:
             yield raw
 
 
+def scan_file(path: Path) -> tuple[int, list[AerEvent], list[XidEvent]]:
+    """The same as `scan_lines` over a file, with the chunked needle prefilter."""
+    counter = LineCounter()
+    wanted = (
+        raw for raw in candidate_lines(path, counter) if might_be_aer(raw) or might_be_xid(raw)
+    )
+    candidates = list(iter_kernel_lines(wanted))
+    return counter.lines, parse_aer(candidates), parse_xid(candidates)
+
+
 def kernel_events(sources: Sources) -> KernelEvents:
     return sources.memo("kernel_events", lambda: _scan(sources))
 
@@ -54,5 +66,8 @@ def _scan(sources: Sources) -> KernelEvents:
     stream = sources.kernel_log()
     if stream.lines is None:
         return KernelEvents(stream.ref, 0, [], [], reason=stream.reason)
-    count, aer, xid = scan_lines(stream.lines)
+    if stream.path is not None:
+        count, aer, xid = scan_file(stream.path)
+    else:
+        count, aer, xid = scan_lines(stream.lines)
     return KernelEvents(stream.ref, count, aer, xid, note=stream.reason)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from .values import (
     SmiError,
@@ -49,25 +50,27 @@ __all__ = [
 
 # Short names nvidia-smi accepts for a field (from --help-query-gpu / --help-query-compute-apps),
 # by lower-cased alias.
-_ALIASES: Mapping[str, str] = {
-    "clocks.gr": "clocks.current.graphics",
-    "clocks.sm": "clocks.current.sm",
-    "clocks.mem": "clocks.current.memory",
-    "clocks.video": "clocks.current.video",
-    "clocks.applications.gr": "clocks.applications.graphics",
-    "clocks.applications.mem": "clocks.applications.memory",
-    "clocks.default_applications.gr": "clocks.default_applications.graphics",
-    "clocks.default_applications.mem": "clocks.default_applications.memory",
-    "clocks.max.gr": "clocks.max.graphics",
-    "clocks.max.mem": "clocks.max.memory",
-    "retired_pages.sbe": "retired_pages.single_bit_ecc.count",
-    "retired_pages.dbe": "retired_pages.double_bit.count",
-    "inforom.image": "inforom.img",
-    "inforom.power": "inforom.pwr",
-    "gpu_operation_mode.current": "gom.current",
-    "gpu_operation_mode.pending": "gom.pending",
-    "used_memory": "used_gpu_memory",
-}
+_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "clocks.gr": "clocks.current.graphics",
+        "clocks.sm": "clocks.current.sm",
+        "clocks.mem": "clocks.current.memory",
+        "clocks.video": "clocks.current.video",
+        "clocks.applications.gr": "clocks.applications.graphics",
+        "clocks.applications.mem": "clocks.applications.memory",
+        "clocks.default_applications.gr": "clocks.default_applications.graphics",
+        "clocks.default_applications.mem": "clocks.default_applications.memory",
+        "clocks.max.gr": "clocks.max.graphics",
+        "clocks.max.mem": "clocks.max.memory",
+        "retired_pages.sbe": "retired_pages.single_bit_ecc.count",
+        "retired_pages.dbe": "retired_pages.double_bit.count",
+        "inforom.image": "inforom.img",
+        "inforom.power": "inforom.pwr",
+        "gpu_operation_mode.current": "gom.current",
+        "gpu_operation_mode.pending": "gom.pending",
+        "used_memory": "used_gpu_memory",
+    }
+)
 # Renamed families: old prefix -> current prefix.
 _RENAMED_PREFIXES: tuple[tuple[str, str], ...] = (
     ("clocks_throttle_reasons.", "clocks_event_reasons."),

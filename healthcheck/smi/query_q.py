@@ -4,10 +4,11 @@ per-GPU readings the checks judge.
 The text is a tree by indentation: ``Label : value`` leaves, ``Label`` sections, top-level
 ``Driver Version`` / ``CUDA Version`` / ``Attached GPUs`` and one ``GPU 00000000:3B:00.0``
 section per GPU (``GPU 0000:01:00.0`` before the 8-digit domain). Nesting is read from the
-indentation itself, not from fixed columns: the key column moved from 36 (375.x) to 42 (4xx-5xx)
-to 55 (590.x, whose ``Processes`` block still uses the old width), and pastes may be indented as
-a whole. A node can carry a value and children at once (``Process ID : 11327`` over its
-``Type``/``Name``; ``HW Slowdown : Not Active`` over ``HW Thermal Slowdown``).
+indentation itself, not from fixed columns: the colon column moved between drivers (375.x,
+4xx-5xx, and 590.x, whose ``Processes`` block still uses the older width), and pastes may be
+indented as a whole or tab-indented. A node can carry a value and children at once
+(``Process ID : 11327`` over its ``Type``/``Name``; ``HW Slowdown : Not Active`` over
+``HW Thermal Slowdown``).
 
 Layouts handled (375.66 .. 590.48 in the corpus): ``Clocks Throttle Reasons`` (<535) and
 ``Clocks Event Reasons``; ``Power Readings`` with ``Power Limit``/``Enforced Power Limit`` (<530)
@@ -22,7 +23,7 @@ bare leaf (``Clocks Throttle Reasons : N/A``, ``Power Smoothing : N/A``) answers
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from .values import (
@@ -419,7 +420,7 @@ class SmiGpu:
     reset_required: Value
     drain_and_reset_recommended: Value
     pcie: PcieLink
-    clocks_event_reasons: dict[str, Value]
+    clocks_event_reasons: Mapping[str, Value]  # flattened: "HW Thermal Slowdown" included
     temperature: Temperatures
     power: PowerReadings
     module_power: PowerReadings

@@ -10,9 +10,10 @@ Every smi parser hands its cells to `decode`, which keeps apart:
   field is only ever ``N/A`` because the GPU lacks the feature), `NOT_AVAILABLE` (``N/A``,
   ``[N/A]`` anywhere else), `EMPTY` (printed as nothing), `ABSENT` (not printed at all, e.g. a
   ``-q -d`` subset);
-* a fault: `ERROR` (``[Unknown Error]``, ``Insufficient Permissions`` and the other NVML error
+* a fault: `ERROR` (``[Unknown Error]``, ``GPU requires reset`` and the other NVML error
   strings, bracketed or bare) and `LOST` (``[GPU is lost]``), which a check must not read as
-  "feature missing".
+  "feature missing". ``[Insufficient Permissions]``, ``No data`` and ``Not Ready`` say the
+  caller got no value, not that the GPU failed: NOT_AVAILABLE.
 
 A missing value never carries a number (no NaN); `Value.as_float` and friends return ``None``
 for it and raise `SmiParseError` when a present value is not of the asked type.
@@ -95,7 +96,6 @@ _HEX = re.compile(r"^0[xX](?P<hex>[0-9A-Fa-f]{1,64})$")
 _NVML_ERRORS = frozenset(
     {
         "unknown error",
-        "insufficient permissions",
         "uninitialized",
         "invalid argument",
         "already initialized",
@@ -113,16 +113,17 @@ _NVML_ERRORS = frozenset(
         "operating system has blocked the request",
         "rm has detected an nvml/rm version mismatch",
         "in use by another client",
-        "no data",
         "insufficient resources",
         "function not found",
         "argument version mismatch",
-        "not ready",
         "gpu not found",
         "invalid state",
         "unable to communicate with gpu",
     }
 )
+# NVML answers that say "no value for this caller now", not that the GPU failed: NOT_AVAILABLE
+# (a reading the running user has no rights to, a sample not taken yet).
+_UNAVAILABLE = frozenset({"insufficient permissions", "no data", "not ready"})
 _DEPRECATED = "requested functionality has been deprecated"
 _TRUE = frozenset({"enabled", "yes", "active", "on", "true", "supported"})
 _FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
@@ -213,6 +214,8 @@ def _missing_kind(inner: str, bracketed: bool, na: ValueKind) -> ValueKind | Non
         return ValueKind.NOT_SUPPORTED
     if low.startswith("gpu is lost"):
         return ValueKind.LOST
+    if low in _UNAVAILABLE:
+        return ValueKind.NOT_AVAILABLE
     if low in _NVML_ERRORS:
         return ValueKind.ERROR
     if bracketed:

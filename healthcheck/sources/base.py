@@ -42,6 +42,7 @@ class KernelLogStream:
     ref: str
     lines: Iterator[str] | None
     reason: str | None = None
+    path: Path | None = None  # set when the log is a plain file: it can be scanned in chunks
 
 
 @dataclass(frozen=True, slots=True)

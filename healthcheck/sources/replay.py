@@ -61,7 +61,7 @@ class ReplaySources(Memo):
         path = self._files.path(names.DMESG)
         if path is None or not path.is_file():
             return KernelLogStream(ref, None, f"{names.DMESG} is not in the bundle")
-        return KernelLogStream(ref, _stream_lines(path))
+        return KernelLogStream(ref, _stream_lines(path), path=path)
 
     def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         artifact = self.artifact(names.NVML_JSON)

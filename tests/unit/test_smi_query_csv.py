@@ -168,6 +168,14 @@ def test_lost_gpu_line_between_rows() -> None:
     assert len(parse_query_csv(text)) == 2
 
 
+def test_noheader_query_with_no_rows_prints_nothing() -> None:
+    assert parse_query_csv("", fields=["pid", "used_memory"]) == []
+    result = parse_query_csv_result("\n", fields=["pid", "used_memory"])
+    assert result.fields == ("pid", "used_gpu_memory")
+    with pytest.raises(SmiParseError):
+        parse_query_csv("", fields=["pid", "pid"])
+
+
 def test_only_an_error_line() -> None:
     result = parse_query_csv_result("No devices were found\n")
     assert result.rows == () and result.fields == ()

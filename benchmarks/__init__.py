@@ -1,0 +1,1 @@
+"""sitscheck benchmarks: `python -m benchmarks` (see README)."""

@@ -1,0 +1,44 @@
+"""The `gpu_telemetry` check: GPU views (the sampled window) → judge."""
+
+from __future__ import annotations
+
+from sitscheck import gpu_view
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.config import RunConfig
+from sitscheck.models import Layer
+from sitscheck.sources.base import Sources
+
+from .judge import judge
+
+
+class GpuTelemetryCheck:
+    name = "gpu_telemetry"
+    summary = "utilization, power, clocks, clock event reasons and temperatures over a window"
+    layer = Layer.RUNTIME
+    needs_gpu = True
+    metrics = (
+        MetricSpec("hw.gpu.utilization", "1", "GPU utilization, per stat"),
+        MetricSpec("sitscheck.gpu.memory_controller.utilization", "1", "memory controller busy"),
+        MetricSpec("sitscheck.gpu.sm.utilization", "1", "GPM SM utilization"),
+        MetricSpec("sitscheck.gpu.sm.occupancy", "1", "GPM SM occupancy"),
+        MetricSpec("sitscheck.gpu.tensor.activity", "1", "GPM tensor pipe activity"),
+        MetricSpec("sitscheck.gpu.dram.bandwidth.utilization", "1", "GPM DRAM bandwidth use"),
+        MetricSpec("hw.power", "W", "power draw, per stat"),
+        MetricSpec("sitscheck.gpu.power.limit", "W", "enforced power limit"),
+        MetricSpec("sitscheck.gpu.clock", "MHz", "SM and memory clocks, per stat"),
+        MetricSpec("sitscheck.gpu.clock.max", "MHz", "maximum SM and memory clocks"),
+        MetricSpec("hw.temperature", "Cel", "GPU and memory temperature, per stat"),
+        MetricSpec("sitscheck.gpu.temperature.limit", "Cel", "NVML temperature thresholds"),
+        MetricSpec("sitscheck.gpu.clock_event.active", "1", "share of samples with a reason"),
+        MetricSpec("sitscheck.gpu.violation.time", "s", "cumulative violation time by policy"),
+    )
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        driver = sources.driver()
+        return None if driver.state == "present" else driver.detail
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        fleet = gpu_view.load(ctx.sources)
+        if isinstance(fleet, str):
+            return CheckOutput(error=fleet)
+        return judge(fleet)

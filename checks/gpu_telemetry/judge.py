@@ -1,0 +1,250 @@
+"""Pure: per-GPU telemetry statistics (facts and metrics) from the GPU views."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sitscheck.check import CheckOutput
+from sitscheck.gpu_view import GpuFleet, GpuView, number, sample_values, stats
+from sitscheck.models import Metric
+
+from .reasons import decode, fractions
+
+READ_KEYS = (
+    "utilization",
+    "power",
+    "clocks",
+    "clocks_max",
+    "temperature",
+    "clock_event_reasons",
+    "gpm",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    sample: str  # the field in each sample (or GPM record)
+    fact: str  # the per-GPU fact holding its stats
+    key: str  # the snapshot's unavailable key
+    words: str
+    metric: str
+    unit: str
+    scale: float
+    labels: Mapping[str, str]
+
+
+SERIES = (
+    Series(
+        "util_gpu", "util_gpu_pct", "utilization", "GPU utilization",
+        "hw.gpu.utilization", "1", 0.01, {"hw.gpu.task": "general"},
+    ),
+    Series(
+        "util_mem", "util_mem_pct", "utilization", "memory controller utilization",
+        "sitscheck.gpu.memory_controller.utilization", "1", 0.01, {},
+    ),
+    Series("power_w", "power_w", "power.draw", "power draw", "hw.power", "W", 1.0, {}),
+    Series(
+        "sm_clock_mhz", "sm_clock_mhz", "clocks.sm", "SM clock",
+        "sitscheck.gpu.clock", "MHz", 1.0, {"clock": "sm"},
+    ),
+    Series(
+        "mem_clock_mhz", "mem_clock_mhz", "clocks.mem", "memory clock",
+        "sitscheck.gpu.clock", "MHz", 1.0, {"clock": "memory"},
+    ),
+    Series(
+        "temp_c", "temp_c", "temperature.gpu", "GPU temperature",
+        "hw.temperature", "Cel", 1.0, {"hw.sensor_location": "gpu"},
+    ),
+    Series(
+        "mem_temp_c", "mem_temp_c", "temperature.memory", "memory (HBM) temperature",
+        "hw.temperature", "Cel", 1.0, {"hw.sensor_location": "memory"},
+    ),
+)  # fmt: skip
+GPM_SERIES = (
+    Series(
+        "sm_util", "sm_util_pct", "gpm", "GPM SM utilization",
+        "sitscheck.gpu.sm.utilization", "1", 0.01, {},
+    ),
+    Series(
+        "sm_occupancy", "sm_occupancy_pct", "gpm", "GPM SM occupancy",
+        "sitscheck.gpu.sm.occupancy", "1", 0.01, {},
+    ),
+    Series(
+        "tensor_active", "tensor_active_pct", "gpm", "GPM tensor activity",
+        "sitscheck.gpu.tensor.activity", "1", 0.01, {},
+    ),
+    Series(
+        "dram_bw_util", "dram_bw_util_pct", "gpm", "GPM DRAM bandwidth utilization",
+        "sitscheck.gpu.dram.bandwidth.utilization", "1", 0.01, {},
+    ),
+)  # fmt: skip
+# snapshot `temperature` thresholds -> facts
+THRESHOLDS = (
+    ("slowdown_c", "temp_slowdown_c", "slowdown"),
+    ("shutdown_c", "temp_shutdown_c", "shutdown"),
+    ("gpu_max_c", "temp_gpu_max_c", "gpu_max"),
+    ("mem_max_c", "temp_mem_max_c", "memory_max"),
+)
+
+
+def judge(fleet: GpuFleet) -> CheckOutput:
+    out = CheckOutput(not_judged=list(fleet.problems))
+    gpus: list[dict[str, Any]] = []
+    for gpu in fleet.gpus:
+        entry = gpu.identity()
+        gpus.append(entry)
+        if gpu.lost is not None:
+            entry["lost"] = True
+            out.not_judged.append(f"GPU {gpu.index}: telemetry: {gpu.why_missing('power.draw')}")
+            continue
+        entry["samples"] = len(gpu.samples)
+        entry["window_s"] = gpu.window_s
+        for series in SERIES:
+            _series(gpu, entry, out, series, sample_values(gpu, series.sample))
+        _gpm(gpu, entry, out)
+        _limits(gpu, entry, out)
+        _reasons(gpu, entry, out)
+        _violations(gpu, entry, out)
+    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
+    out.error = fleet.fault_error(READ_KEYS)
+    return out
+
+
+def _series(
+    gpu: GpuView, entry: dict[str, Any], out: CheckOutput, series: Series, values: list[float]
+) -> None:
+    summary = stats(values)
+    if summary is None:
+        out.not_judged.append(f"GPU {gpu.index}: {series.words}: {gpu.why_missing(series.key)}")
+        return
+    entry[series.fact] = summary
+    for stat, value in summary.items():
+        out.metrics.append(
+            Metric(
+                name=series.metric,
+                value=round(value * series.scale, 6),
+                unit=series.unit,
+                labels=gpu.labels(**series.labels, stat=stat),
+            )
+        )
+
+
+def _gpm(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    records = gpu.get("gpm")
+    if not isinstance(records, list) or not records:
+        why = gpu.why_missing("gpm")
+        if gpu.source != "nvml":
+            why = "needs NVML (Hopper or newer)"
+        out.not_judged.append(f"GPU {gpu.index}: GPM metrics: {why}")
+        return
+    for series in GPM_SERIES:
+        values = [
+            float(r[series.sample])
+            for r in records
+            if isinstance(r, dict) and number(r.get(series.sample)) is not None
+        ]
+        _series(gpu, entry, out, series, values)
+
+
+def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    limit = number(gpu.get("power", "enforced_limit_w"))
+    if limit is None:
+        out.not_judged.append(
+            f"GPU {gpu.index}: power against its limit: enforced power limit "
+            f"{gpu.why_missing('power.limit')}"
+        )
+    else:
+        entry["power_limit_w"] = limit
+        out.metrics.append(
+            Metric(name="sitscheck.gpu.power.limit", value=limit, unit="W", labels=gpu.labels())
+        )
+    default = number(gpu.get("power", "default_limit_w"))
+    if default is not None:
+        entry["power_default_limit_w"] = default
+    for clock, fact in (("sm", "sm_clock_max_mhz"), ("mem", "mem_clock_max_mhz")):
+        value = number(gpu.get("clocks_max_mhz", clock))
+        if value is not None:
+            entry[fact] = value
+            out.metrics.append(
+                Metric(
+                    name="sitscheck.gpu.clock.max",
+                    value=value,
+                    unit="MHz",
+                    labels=gpu.labels(clock="sm" if clock == "sm" else "memory"),
+                )
+            )
+    for key, fact, label in THRESHOLDS:
+        value = number(gpu.get("temperature", key))
+        if value is None:
+            continue
+        entry[fact] = value
+        out.metrics.append(
+            Metric(
+                name="sitscheck.gpu.temperature.limit",
+                value=value,
+                unit="Cel",
+                labels=gpu.labels(threshold=label),
+            )
+        )
+    slowdown = entry.get("temp_slowdown_c")
+    temp = entry.get("temp_c")
+    if slowdown is None:
+        out.not_judged.append(
+            f"GPU {gpu.index}: slowdown temperature: {gpu.why_missing('temperature.slowdown_c')}"
+            " (the rules use params.temp_slowdown_fallback_c)"
+        )
+    elif isinstance(temp, dict):
+        entry["temp_margin_c"] = round(slowdown - temp["max"], 3)
+
+
+def _reasons(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    masks = [
+        int(s["clock_event_reasons"])
+        for s in gpu.samples
+        if isinstance(s.get("clock_event_reasons"), int)
+        and not isinstance(s.get("clock_event_reasons"), bool)
+    ]
+    shares = fractions(masks)
+    if shares is None:
+        out.not_judged.append(
+            f"GPU {gpu.index}: clock event reasons: {gpu.why_missing('clock_event_reasons')}"
+        )
+        return
+    entry["clock_reasons"] = shares
+    seen = 0
+    for mask in masks:
+        seen |= mask
+    entry["clock_reasons_seen"] = decode(seen)
+    for reason, share in shares.items():
+        out.metrics.append(
+            Metric(
+                name="sitscheck.gpu.clock_event.active",
+                value=share,
+                unit="1",
+                labels=gpu.labels(reason=reason),
+            )
+        )
+
+
+def _violations(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    start, end = gpu.get("violations_ns_start"), gpu.get("violations_ns_end")
+    if not isinstance(start, dict) or not isinstance(end, dict):
+        out.not_judged.append(f"GPU {gpu.index}: violation times: {gpu.why_missing('violations')}")
+        return
+    during: dict[str, float] = {}
+    for policy, first in start.items():
+        last = end.get(policy)
+        if number(first) is None or number(last) is None:
+            continue
+        during[policy] = round(max(float(last) - float(first), 0.0) / 1e9, 6)
+        out.metrics.append(
+            Metric(
+                name="sitscheck.gpu.violation.time",
+                value=round(float(last) / 1e9, 6),
+                unit="s",
+                labels=gpu.labels(policy=policy),
+            )
+        )
+    entry["violations_s"] = during

@@ -1,0 +1,67 @@
+"""The `pcie_link` check: GPU views + sysfs link files → judge."""
+
+from __future__ import annotations
+
+from sitscheck import gpu_view
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.config import RunConfig
+from sitscheck.models import Layer
+from sitscheck.sources.base import Sources
+from sitscheck.sources.files import FileTree
+from sitscheck.sources.pci import device_path, upstream_chain
+
+from .judge import Chain, judge
+from .links import PortLink, parse_gen, parse_width
+
+
+class PcieLinkCheck:
+    name = "pcie_link"
+    summary = "every GPU's PCIe link at full width (and, while busy, full speed); replay rate"
+    layer = Layer.HARDWARE
+    needs_gpu = True
+    metrics = (
+        MetricSpec("sitscheck.pcie.link.width", "{lane}", "PCIe link width, current and max"),
+        MetricSpec("sitscheck.pcie.link.generation", "{generation}", "PCIe generation"),
+        MetricSpec("hw.errors", "{error}", "PCIe replay counter total (error.type=pcie_replay)"),
+        MetricSpec("sitscheck.pcie.replay.rate", "{replay}/min", "replays per minute in the run"),
+        MetricSpec("hw.gpu.io", "By/s", "PCIe throughput by direction, per stat"),
+    )
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        driver = sources.driver()
+        return None if driver.state == "present" else driver.detail
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        fleet = gpu_view.load(ctx.sources)
+        if isinstance(fleet, str):
+            return CheckOutput(error=fleet)
+        chains: dict[int, Chain] = {}
+        for gpu in fleet.gpus:
+            if gpu.pci_bus_id and gpu.lost is None:
+                ctx.ensure_time("reading sysfs PCIe links")
+                chains[gpu.index] = read_chain(ctx.sources.sysfs, gpu.pci_bus_id)
+        return judge(fleet, chains)
+
+
+def read_chain(sysfs: FileTree, bus_id: str) -> Chain:
+    """The GPU's path in sysfs with each device's link files, or why there is none."""
+    path = device_path(sysfs, bus_id)
+    if path is None:
+        return f"{bus_id} not found under {sysfs.root}"
+    chain: list[PortLink] = []
+    parts = path.split("/")
+    bus_ids = upstream_chain(path)
+    for bdf in bus_ids:
+        folder = "/".join(parts[: parts.index(bdf) + 1])
+        chain.append(
+            PortLink(
+                bus_id=bdf,
+                path=folder,
+                role="gpu" if bdf == bus_ids[-1] else "port",
+                width_current=parse_width(sysfs.read_text(f"{folder}/current_link_width")),
+                width_max=parse_width(sysfs.read_text(f"{folder}/max_link_width")),
+                gen_current=parse_gen(sysfs.read_text(f"{folder}/current_link_speed")),
+                gen_max=parse_gen(sysfs.read_text(f"{folder}/max_link_speed")),
+            )
+        )
+    return chain

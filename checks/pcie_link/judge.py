@@ -1,0 +1,216 @@
+"""Pure: PCIe link facts, metrics and threshold-free findings from the GPU views and sysfs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sitscheck.check import CheckOutput
+from sitscheck.gpu_view import GpuFleet, GpuView, number, sample_values, stats
+from sitscheck.models import Evidence, Finding, Metric, Severity
+
+from .links import PortLink, expected
+
+READ_KEYS = ("pcie",)
+SEED_NOTE = "the seed's table: x16 healthy, x8 or lower degraded (Gen4 x8 ≈ 70 % of x16 throughput)"
+ACTION = (
+    "reseat the GPU (and its riser or cable) and check the slot; look for AER errors on the "
+    "upstream port (pcie_aer); if the link stays narrow, replace the riser or RMA the GPU"
+)
+
+Chain = list[PortLink] | str
+
+
+def judge(fleet: GpuFleet, chains: Mapping[int, Chain]) -> CheckOutput:
+    """`chains`: per GPU index, its sysfs path (root port first) or why it could not be read."""
+    out = CheckOutput(not_judged=list(fleet.problems))
+    gpus: list[dict[str, Any]] = []
+    for gpu in fleet.gpus:
+        entry = gpu.identity()
+        gpus.append(entry)
+        if gpu.lost is not None:
+            entry["lost"] = True
+            out.not_judged.append(f"GPU {gpu.index}: PCIe link: {gpu.why_missing('pcie')}")
+            continue
+        evidence = _nvml_link(gpu, entry, out)
+        evidence.extend(_sysfs_link(gpu, chains.get(gpu.index), entry, out))
+        entry["width_degraded"] = bool(evidence)
+        if evidence:
+            out.findings.append(_width_finding(gpu, entry, evidence))
+        _replay(gpu, entry, out)
+        _throughput(gpu, entry, out)
+    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
+    out.error = fleet.fault_error(READ_KEYS)
+    return out
+
+
+def _nvml_link(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> list[Evidence]:
+    """NVML's (or nvidia-smi's) width and generation; evidence when the width is below max."""
+    for name in ("width_current", "width_max", "gen_current", "gen_max", "gen_device_max"):
+        value = gpu.get("pcie", name)
+        entry[name] = value if isinstance(value, int) else None
+    width, width_max = entry["width_current"], entry["width_max"]
+    gen, gen_max = entry["gen_current"], entry["gen_max"]
+    for label, key, value in (
+        ("width", "pcie.width_current", width),
+        ("max width", "pcie.width_max", width_max),
+        ("generation", "pcie.gen_current", gen),
+        ("max generation", "pcie.gen_max", gen_max),
+    ):
+        if value is None:
+            out.not_judged.append(
+                f"GPU {gpu.index}: PCIe link {label} ({gpu.source}): {gpu.why_missing(key)}"
+            )
+    if gen is not None and gen_max is not None:
+        entry["gen_below_max"] = gen < gen_max
+    _link_metrics(gpu, entry, out)
+    if width is not None and width_max is not None and width < width_max:
+        return [gpu.evidence("pcie.width_current", f"x{width} of x{width_max}")]
+    return []
+
+
+def _sysfs_link(
+    gpu: GpuView, chain: Chain | None, entry: dict[str, Any], out: CheckOutput
+) -> list[Evidence]:
+    if chain is None or isinstance(chain, str):
+        reason = chain or "no PCI bus id to find it by"
+        out.not_judged.append(f"GPU {gpu.index}: sysfs link of the GPU and its ports: {reason}")
+        return []
+    evidence: list[Evidence] = []
+    path: list[dict[str, Any]] = []
+    gen_below = entry.get("gen_below_max")
+    for position, link in enumerate(chain):
+        width_expected = expected(chain, position, "width_max")
+        gen_expected = expected(chain, position, "gen_max")
+        path.append(
+            {
+                "bus_id": link.bus_id,
+                "role": link.role,
+                "width_current": link.width_current,
+                "width_max": link.width_max,
+                "width_expected": width_expected,
+                "gen_current": link.gen_current,
+                "gen_max": link.gen_max,
+                "gen_expected": gen_expected,
+            }
+        )
+        if link.width_current is not None and width_expected is not None:
+            if link.width_current < width_expected:
+                evidence.append(
+                    Evidence(
+                        source="sysfs",
+                        ref=f"{link.path}/current_link_width",
+                        excerpt=(
+                            f"{link.role} {link.bus_id}: x{link.width_current} of x{width_expected}"
+                        ),
+                    )
+                )
+        if link.gen_current is not None and gen_expected is not None:
+            gen_below = bool(gen_below) or link.gen_current < gen_expected
+    entry["path"] = path
+    if gen_below is not None:
+        entry["gen_below_max"] = gen_below
+    if not any(p["width_current"] is not None for p in path):
+        out.not_judged.append(f"GPU {gpu.index}: sysfs: no link width files on its path")
+    return evidence
+
+
+def _width_finding(gpu: GpuView, entry: dict[str, Any], evidence: list[Evidence]) -> Finding:
+    width, width_max = entry.get("width_current"), entry.get("width_max")
+    if not (isinstance(width, int) and isinstance(width_max, int) and width < width_max):
+        width, width_max = _first_narrow(entry)
+    share = f"{width / width_max:.0%}" if width and width_max else "part"
+    where = "; ".join(e.excerpt or "" for e in evidence if e.excerpt)
+    return Finding(
+        code="pcie_link.width_degraded",
+        severity=Severity.WARNING,
+        message=(
+            f"GPU {gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): PCIe link runs "
+            f"x{width} of x{width_max}, {share} of its bandwidth ({where}); {SEED_NOTE}"
+        ),
+        device=gpu.device(),
+        evidence=evidence,
+        action=ACTION,
+    )
+
+
+def _first_narrow(entry: dict[str, Any]) -> tuple[int | None, int | None]:
+    for link in entry.get("path") or []:
+        current, wanted = link.get("width_current"), link.get("width_expected")
+        if isinstance(current, int) and isinstance(wanted, int) and current < wanted:
+            return current, wanted
+    return None, None
+
+
+def _link_metrics(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    for metric, unit, prefix in (
+        ("sitscheck.pcie.link.width", "{lane}", "width"),
+        ("sitscheck.pcie.link.generation", "{generation}", "gen"),
+    ):
+        for state in ("current", "max"):
+            value = entry.get(f"{prefix}_{state}")
+            if isinstance(value, int):
+                out.metrics.append(
+                    Metric(name=metric, value=value, unit=unit, labels=gpu.labels(state=state))
+                )
+
+
+def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    start = number(gpu.get("pcie", "replay_counter_start"))
+    end = number(gpu.get("pcie", "replay_counter_end"))
+    total = end if end is not None else start
+    if total is None:
+        out.not_judged.append(
+            f"GPU {gpu.index}: PCIe replay counter: {gpu.why_missing('pcie.replay')}"
+        )
+        return
+    entry["replay_count"] = int(total)
+    out.metrics.append(
+        Metric(
+            name="hw.errors",
+            value=total,
+            unit="{error}",
+            labels=gpu.labels(**{"error.type": "pcie_replay", "hw.type": "gpu"}),
+        )
+    )
+    window = gpu.window_s
+    if start is None or end is None or window is None:
+        out.not_judged.append(
+            f"GPU {gpu.index}: PCIe replay rate: needs the counter read at both ends of a "
+            f"sampling window (NVML); {gpu.source} gave one reading"
+        )
+        return
+    delta = max(end - start, 0.0)
+    entry["replay_delta"] = int(delta)
+    entry["replay_window_s"] = window
+    entry["replay_per_min"] = round(delta * 60.0 / window, 3)
+    out.metrics.append(
+        Metric(
+            name="sitscheck.pcie.replay.rate",
+            value=entry["replay_per_min"],
+            unit="{replay}/min",
+            labels=gpu.labels(),
+        )
+    )
+
+
+def _throughput(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    for name, key, direction in (
+        ("pcie_tx_kbps", "tx_bytes_per_s", "transmit"),
+        ("pcie_rx_kbps", "rx_bytes_per_s", "receive"),
+    ):
+        summary = stats(v * 1000.0 for v in sample_values(gpu, name))
+        if summary is None:
+            why = gpu.why_missing("pcie.tx" if direction == "transmit" else "pcie.rx")
+            out.not_judged.append(f"GPU {gpu.index}: PCIe {direction} throughput: {why}")
+            continue
+        entry[key] = summary
+        for stat, value in summary.items():
+            out.metrics.append(
+                Metric(
+                    name="hw.gpu.io",
+                    value=value,
+                    unit="By/s",
+                    labels=gpu.labels(**{"network.io.direction": direction, "stat": stat}),
+                )
+            )

@@ -1,0 +1,204 @@
+"""The on-disk spool of OTLP payloads not yet acknowledged by the receiver.
+
+Every payload of a run is written here first (write-ahead), then sent oldest first; a file is
+deleted only after the receiver acknowledged it. So across an outage, a crash or a run killed
+mid-send nothing is lost, and a payload acknowledged once is never sent again. (A receiver
+that accepted a payload but whose answer never arrived gets it again: at least once is the
+only promise a plain OTLP receiver allows; span and trace ids are kept, so a backend sees
+the same spans.)
+
+One file per payload: `<run time UTC>-<kind>-<random>.otlp`, the serialised
+`Export{Trace,Metrics}ServiceRequest` exactly as it is sent, written atomically, mode 0640.
+Bounds: files older than the age limit are dropped before sending; past the count or byte
+limit the oldest are dropped. Every drop is counted in `state.json` (cumulative, with the
+time the count began) and reported. A lock file keeps two runs from sending the same file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+SPOOL_FILE_MODE = 0o640
+SUFFIX = ".otlp"
+STATE_FILE = "state.json"
+LOCK_FILE = ".lock"
+KINDS = ("traces", "metrics")
+_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-(traces|metrics)-([0-9a-f]{8})\.otlp$")
+_STALE_TEMP_S = 3600.0
+
+
+@dataclass(frozen=True)
+class SpoolLimits:
+    max_files: int
+    max_bytes: int
+    max_age_s: float
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: Path
+    kind: str
+    run_time: float  # seconds since the epoch, from the file name
+    size: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+@dataclass
+class DropCounts:
+    """Cumulative: payloads dropped by the spool's bounds, or refused for good by a receiver."""
+
+    payloads: int = 0
+    bytes: int = 0
+    rejected: int = 0
+    since: float = 0.0  # when counting began (epoch seconds)
+
+
+class Spool:
+    def __init__(self, directory: Path, limits: SpoolLimits) -> None:
+        self.directory = directory
+        self.limits = limits
+
+    def open(self) -> None:
+        """Create the folder (0750); `OSError` when it cannot be."""
+        self.directory.mkdir(mode=0o750, parents=True, exist_ok=True)
+        if not os.access(self.directory, os.W_OK | os.X_OK):
+            raise PermissionError(f"{self.directory}: not writable")
+
+    def put(self, kind: str, body: bytes, run_time: float) -> Entry:
+        """Write one payload atomically; its name sorts by run time."""
+        stamp = datetime.fromtimestamp(run_time, timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+        name = f"{stamp}-{kind}-{secrets.token_hex(4)}{SUFFIX}"
+        path = self.directory / name
+        _write_atomic(path, body)
+        return Entry(path, kind, run_time, len(body))
+
+    def pending(self) -> list[Entry]:
+        """Spooled payloads, oldest first."""
+        entries = []
+        for path in self.directory.iterdir():
+            match = _NAME.match(path.name)
+            if match is None:
+                continue
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            stamp = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S.%fZ")
+            run_time = stamp.replace(tzinfo=timezone.utc).timestamp()
+            entries.append(Entry(path, match.group(2), run_time, size))
+        return sorted(entries, key=lambda e: e.name)
+
+    def read(self, entry: Entry) -> bytes:
+        return entry.path.read_bytes()
+
+    def remove(self, entry: Entry) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            entry.path.unlink()
+
+    def expire(self, now: float) -> list[Entry]:
+        """Drop payloads older than the age limit (and stale temporary files)."""
+        dropped = [e for e in self.pending() if now - e.run_time > self.limits.max_age_s]
+        for entry in dropped:
+            self.remove(entry)
+        for path in self.directory.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - path.stat().st_mtime > _STALE_TEMP_S:
+                    path.unlink()
+        return dropped
+
+    def trim(self) -> list[Entry]:
+        """Drop the oldest payloads until the count and byte limits hold."""
+        entries = self.pending()
+        total = sum(e.size for e in entries)
+        dropped = []
+        while entries and (len(entries) > self.limits.max_files or total > self.limits.max_bytes):
+            oldest = entries.pop(0)
+            total -= oldest.size
+            self.remove(oldest)
+            dropped.append(oldest)
+        return dropped
+
+    def counts(self) -> DropCounts:
+        try:
+            data = json.loads((self.directory / STATE_FILE).read_text(encoding="utf-8"))
+            return DropCounts(
+                payloads=int(data.get("dropped_payloads", 0)),
+                bytes=int(data.get("dropped_bytes", 0)),
+                rejected=int(data.get("rejected_payloads", 0)),
+                since=float(data.get("since", 0.0)),
+            )
+        except (OSError, ValueError, TypeError, AttributeError):
+            return DropCounts(since=time.time())
+
+    def add_counts(self, dropped: list[Entry], rejected: int) -> DropCounts:
+        counts = self.counts()
+        if not dropped and not rejected and (self.directory / STATE_FILE).exists():
+            return counts
+        counts.payloads += len(dropped)
+        counts.bytes += sum(e.size for e in dropped)
+        counts.rejected += rejected
+        state = {
+            "dropped_payloads": counts.payloads,
+            "dropped_bytes": counts.bytes,
+            "rejected_payloads": counts.rejected,
+            "since": counts.since,
+        }
+        _write_atomic(self.directory / STATE_FILE, json.dumps(state, indent=1).encode())
+        return counts
+
+    @contextlib.contextmanager
+    def locked(self, wait_s: float) -> Iterator[bool]:
+        """True while this process holds the spool; False when another run kept it `wait_s`."""
+        fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, SPOOL_FILE_MODE)
+        try:
+            give_up = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() >= give_up:
+                        yield False
+                        return
+                    time.sleep(0.02)
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+
+def _write_atomic(path: Path, body: bytes) -> None:
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, SPOOL_FILE_MODE)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

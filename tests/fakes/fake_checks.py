@@ -1,0 +1,75 @@
+"""Small check classes implementing the `sitscheck.check.Check` protocol, for runner tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.config import RunConfig
+from sitscheck.errors import ProbeError
+from sitscheck.models import Finding, Layer, Severity
+from sitscheck.sources.base import Sources
+
+
+@dataclass
+class FakeCheck:
+    """Returns `output` after `sleep_s`; records the thread it ran on."""
+
+    name: str
+    output: CheckOutput = field(default_factory=CheckOutput)
+    sleep_s: float = 0.0
+    skip: str | None = None
+    summary: str = "a fake check"
+    layer: Layer = Layer.RUNTIME
+    needs_gpu: bool = False
+    metrics: tuple[MetricSpec, ...] = ()
+    ran_on: list[str] = field(default_factory=list)
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        return self.skip
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        self.ran_on.append(threading.current_thread().name)
+        time.sleep(self.sleep_s)
+        return self.output
+
+
+@dataclass
+class HangingCheck(FakeCheck):
+    """Never returns until `gate` is set (set it at teardown)."""
+
+    gate: threading.Event = field(default_factory=threading.Event)
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        self.gate.wait()
+        return self.output
+
+
+@dataclass
+class RaisingCheck(FakeCheck):
+    error: Exception = field(default_factory=lambda: RuntimeError("boom"))
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        raise self.error
+
+
+@dataclass
+class CrashingApplicability(FakeCheck):
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        raise OSError("sysfs vanished")
+
+
+def finding(code: str, severity: Severity) -> Finding:
+    return Finding(code=code, severity=severity, message=code)
+
+
+__all__ = [
+    "CrashingApplicability",
+    "FakeCheck",
+    "HangingCheck",
+    "ProbeError",
+    "RaisingCheck",
+    "finding",
+]

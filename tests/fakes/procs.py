@@ -1,0 +1,45 @@
+"""Processes the tests start: read their pids, wait until they are gone, clean up by pid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+
+
+def read_pids(pidfile: Path) -> list[int]:
+    """Every pid the hang helper wrote ("PID CHILD_PID" per line)."""
+    if not pidfile.exists():
+        return []
+    return [int(word) for word in pidfile.read_text(encoding="ascii").split()]
+
+
+def is_gone(pid: int) -> bool:
+    """True when the process no longer runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def still_running(pids: list[int], within_s: float = 3.0) -> list[int]:
+    """The pids still running after waiting up to `within_s` for them to go."""
+    deadline = time.monotonic() + within_s
+    while True:
+        alive = [pid for pid in pids if not is_gone(pid)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def kill_by_pid(pids: list[int]) -> None:
+    """SIGKILL each listed process that still runs (teardown after a failed test)."""
+    for pid in pids:
+        if not is_gone(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

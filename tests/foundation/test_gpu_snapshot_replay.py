@@ -1,0 +1,215 @@
+"""`collect_snapshot` against the recorded 2×H200 NVML, replayed, with faults injected."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.fake_pynvml import ERROR_CODES, INVENTORY_KEYS, FakePynvml
+from sitscheck.checks.driver.check import DriverCheck
+from sitscheck.config import RunConfig
+from sitscheck.models import Status
+from sitscheck.runner import run_checks
+from sitscheck.sources.command import CommandRunner
+from sitscheck.sources.gpu_snapshot import collect_snapshot, normalise_bus_id
+from sitscheck.sources.live import LiveOptions, LiveSources
+from sitscheck.sources.nvml import Nvml, NvmlUnavailable
+
+SYSTEM_KEYS = ("driver_version", "nvml_version", "cuda_driver_version", "device_count", "pairs")
+
+
+def started(fake: FakePynvml, deadline_s: float = 2.0) -> Nvml:
+    nvml = Nvml(fake, deadline_s)
+    nvml.init()
+    return nvml
+
+
+def inventory(gpu: dict[str, Any]) -> dict[str, Any]:
+    """A GPU's timing-free fields; NVLink's end-of-window counters compared on their own."""
+    picked = {key: gpu.get(key) for key in INVENTORY_KEYS}
+    picked["nvlink"] = [
+        {k: v for k, v in link.items() if k != "errors_end"} for link in gpu.get("nvlink") or []
+    ]
+    return picked
+
+
+def without_time(sample: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in sample.items() if k != "t"}
+
+
+def test_snapshot_equals_the_recording(fake_nvml: FakePynvml, recording: dict[str, Any]) -> None:
+    snapshot = collect_snapshot(started(fake_nvml), window_s=0.5, interval_s=0.1)
+
+    assert snapshot["format"] == "sitscheck-nvml" and snapshot["version"] == 1
+    for key in SYSTEM_KEYS:
+        assert snapshot[key] == recording[key], key
+    assert len(snapshot["gpus"]) == 2
+    for got, recorded in zip(snapshot["gpus"], recording["gpus"], strict=True):
+        assert inventory(got) == inventory(recorded)
+        assert "lost" not in got
+        assert got.get("failures", {}) == {}
+        samples = got["samples"]
+        assert 3 <= len(samples) <= 6
+        assert [without_time(s) for s in samples] == [
+            without_time(s) for s in recorded["samples"][: len(samples)]
+        ]
+        assert [s["t"] for s in samples] == sorted(s["t"] for s in samples)
+        for link in got["nvlink"]:  # no errors during the window: the end counters repeat
+            assert link["errors_end"] == link["errors"]
+        assert got["gpm"], "GPM is supported on H200 and was sampled"
+        assert {k: v for k, v in got["gpm"][0].items() if k != "seconds"} == {
+            k: v for k, v in recorded["gpm"][0].items() if k != "seconds"
+        }
+
+
+def test_bus_ids_are_normalised_from_nvml_form() -> None:
+    assert normalise_bus_id("00000000:19:00.0") == "0000:19:00.0"
+    assert normalise_bus_id("00000000:AF:00.0") == "0000:af:00.0"
+    assert normalise_bus_id("0000:af:00.0") == "0000:af:00.0"
+    assert normalise_bus_id(None) is None
+
+
+def test_gpus_are_sampled_concurrently(fake_nvml: FakePynvml) -> None:
+    nvml = started(fake_nvml)
+    began = time.monotonic()
+    snapshot = collect_snapshot(nvml, window_s=1.0, interval_s=0.2)
+    elapsed = time.monotonic() - began
+
+    assert elapsed < 1.5, f"two GPUs with a 1 s window took {elapsed:.2f}s"
+    for gpu in snapshot["gpus"]:
+        assert 0.7 <= gpu["sampled_s"] <= 1.2
+    windows = [
+        [c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates", gpu=index)]
+        for index in (0, 1)
+    ]
+    assert all(len(w) >= 4 for w in windows)
+    # each GPU's sampling began before the other's ended: the windows overlap
+    assert windows[1][0] < windows[0][-1] and windows[0][0] < windows[1][-1]
+
+
+def test_gpm_not_supported_is_recorded_not_fatal(recording: dict[str, Any]) -> None:
+    fake = FakePynvml(recording, gpm_supported=False)
+    snapshot = collect_snapshot(started(fake), window_s=0.2, interval_s=0.1)
+    for gpu in snapshot["gpus"]:
+        assert gpu["gpm"] == []
+        assert gpu["unavailable"]["gpm"] == "not_supported"
+        assert gpu["samples"]
+
+
+@pytest.mark.parametrize("from_call", [0, 5, 40])
+def test_lost_gpu_is_marked_and_the_other_is_unaffected(
+    fake_nvml: FakePynvml, recording: dict[str, Any], from_call: int
+) -> None:
+    fake_nvml.lose_gpu(1, from_call=from_call)
+    snapshot = collect_snapshot(started(fake_nvml), window_s=0.3, interval_s=0.1)
+    healthy, lost = snapshot["gpus"]
+
+    assert lost["lost"]["state"] == "gpu_lost"
+    assert "samples" not in lost  # a lost GPU is not sampled
+    assert inventory(healthy) == inventory(recording["gpus"][0])
+    assert "lost" not in healthy and healthy["samples"]
+    if from_call == 0:
+        assert "nvmlDeviceGetHandleByIndex(1)" in lost["lost"]["detail"]
+        assert snapshot["pairs"] == []  # no handle, no pair
+    else:
+        assert snapshot["pairs"][0]["common_ancestor"] is None  # read through the lost GPU
+        # what it answered before it fell off is kept; the first failing call is named
+        assert lost["uuid"] == recording["gpus"][1]["uuid"]
+        assert "gpu_lost" in lost["unavailable"].values()
+        assert "NVML_ERROR_GPU_IS_LOST" in lost["lost"]["detail"]
+
+
+def test_blocking_call_costs_the_deadline_and_is_recorded(fake_nvml: FakePynvml) -> None:
+    fake_nvml.block("nvmlDeviceGetSerial", gpu=0)
+    nvml = started(fake_nvml, deadline_s=0.5)
+    began = time.monotonic()
+    snapshot = collect_snapshot(nvml, window_s=0.2, interval_s=0.1)
+    elapsed = time.monotonic() - began
+
+    assert 0.5 <= elapsed < 1.5
+    gpu = snapshot["gpus"][0]
+    assert gpu["unavailable"]["serial"] == "timeout"
+    assert gpu["serial"] is None
+    assert "nvmlDeviceGetSerial(handle)" in gpu["failures"]["serial"]
+    assert gpu["name"] == "NVIDIA H200"  # read before the hang
+    assert nvml.stuck_at == "nvmlDeviceGetSerial(handle)"
+
+
+def test_a_gpu_whose_every_call_hangs_costs_about_one_deadline(fake_nvml: FakePynvml) -> None:
+    fake_nvml.block_gpu(1)
+    nvml = started(fake_nvml, deadline_s=0.4)
+    began = time.monotonic()
+    snapshot = collect_snapshot(nvml, window_s=0.2, interval_s=0.1)
+    elapsed = time.monotonic() - began
+
+    assert elapsed < 0.4 * 3, f"{elapsed:.1f}s: each hung call cost its own deadline"
+    hung = snapshot["gpus"][1]
+    assert hung["lost"]["state"] == "timeout"
+    assert "nvmlDeviceGetHandleByIndex(1)" in hung["lost"]["detail"]
+    assert len(fake_nvml.calls_to("nvmlDeviceGetHandleByIndex", gpu=1)) == 1
+    assert fake_nvml.calls_to("nvmlDeviceGetName", gpu=1) == []
+
+
+# ---- through LiveSources and the driver check ------------------------------------------
+
+
+@pytest.fixture
+def live(tmp_path: Path, fake_nvml: FakePynvml, monkeypatch: pytest.MonkeyPatch) -> LiveSources:
+    marker = tmp_path / "nvidiactl"
+    marker.touch()
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setattr(
+        Nvml, "load", classmethod(lambda cls, deadline_s=5.0: cls(fake_nvml, deadline_s))
+    )
+    options = LiveOptions(
+        driver_markers=(str(marker),),
+        sample_seconds=0.2,
+        sample_interval_s=0.1,
+        sys_root=str(tmp_path / "sys"),
+        command_timeout_s=2.0,
+    )
+    return LiveSources(options, CommandRunner(path=str(tmp_path / "bin")))
+
+
+def test_live_driver_check_reads_the_replayed_gpus(
+    live: LiveSources, fake_nvml: FakePynvml
+) -> None:
+    try:
+        (result,) = run_checks([DriverCheck()], live, RunConfig(expect_gpus=2))
+    finally:
+        live.close()
+    assert result.status == Status.OK, result
+    assert result.facts["source"] == "nvml"
+    assert result.facts["gpu_count"] == 2
+    assert result.facts["driver_version"] == "580.159.04"
+    assert [g["pci_bus_id"] for g in result.facts["gpus"]] == ["0000:00:06.0", "0000:00:07.0"]
+    assert fake_nvml.shutdown_count == 1
+
+
+def test_live_driver_check_reports_the_lost_gpu(live: LiveSources, fake_nvml: FakePynvml) -> None:
+    fake_nvml.lose_gpu(1, from_call=3)
+    try:
+        (result,) = run_checks([DriverCheck()], live, RunConfig(expect_gpus=2))
+    finally:
+        live.close()
+    assert result.status == Status.CRITICAL
+    codes = {f.code: f for f in result.findings}
+    assert set(codes) == {"driver.gpu_lost", "driver.gpu_count"}
+    lost = codes["driver.gpu_lost"]
+    assert lost.device is not None and lost.device.index == 1
+    assert "1 GPUs answer, 2 expected" in codes["driver.gpu_count"].message
+
+
+def test_nvml_init_failure_is_the_snapshots_reason(
+    live: LiveSources, fake_nvml: FakePynvml
+) -> None:
+    fake_nvml.fail_init(ERROR_CODES["NVML_ERROR_DRIVER_NOT_LOADED"])
+    with pytest.raises(NvmlUnavailable) as caught:
+        Nvml(fake_nvml).init()
+    assert caught.value.no_driver
+    snapshot, reason = live.gpu_snapshot()
+    assert snapshot is None
+    assert reason is not None and "NVML_ERROR_DRIVER_NOT_LOADED" in reason
+    live.close()

@@ -1,0 +1,53 @@
+"""A hung `nvidia-smi` on a node without NVML: the driver check is UNKNOWN, in seconds, and
+the hung process group is gone afterwards."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fakes.commands import hanging_command
+from fakes.procs import read_pids, still_running
+from sitscheck.checks.driver.check import DriverCheck
+from sitscheck.config import RunConfig
+from sitscheck.models import Status
+from sitscheck.runner import run_checks
+from sitscheck.sources.command import CommandRunner
+from sitscheck.sources.live import LiveOptions, LiveSources
+from sitscheck.sources.nvml import Nvml, NvmlUnavailable
+
+
+def no_nvml(cls: type[Nvml], deadline_s: float = 5.0) -> Nvml:
+    raise NvmlUnavailable("pynvml cannot be imported: test", no_driver=False)
+
+
+def test_hung_nvidia_smi_makes_the_driver_check_unknown(
+    tmp_path: Path, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Nvml, "load", classmethod(no_nvml))
+    marker = tmp_path / "version"
+    marker.write_text("NVRM version: fake\n")
+    hanging_command(tmp_path / "bin", "nvidia-smi", pidfile, ignore_term=True)
+    sources = LiveSources(
+        LiveOptions(driver_markers=(str(marker),), command_timeout_s=1, sys_root=str(tmp_path)),
+        CommandRunner(path=str(tmp_path / "bin")),
+    )
+    began = time.monotonic()
+    try:
+        (result,) = run_checks(
+            [DriverCheck()], sources, RunConfig(check_timeout_s=15, run_timeout_s=20)
+        )
+    finally:
+        sources.close()
+    elapsed = time.monotonic() - began
+
+    assert result.name == "driver"
+    assert result.status == Status.UNKNOWN
+    assert result.error is not None
+    assert "`nvidia-smi -L` timed out" in result.error
+    assert "NVML" in result.error  # why it fell back to nvidia-smi at all
+    assert elapsed < 5.0, f"took {elapsed:.1f}s"
+    pids = read_pids(pidfile)
+    assert len(pids) >= 2, "the fake nvidia-smi never started"
+    assert still_running(pids) == []
