@@ -69,7 +69,8 @@ def bench_whole_run(scratch: Path, repeat: int) -> tuple[list[Row], Sample]:
         Row(
             "whole run: 8-GPU bundle, 1 h busy kernel log (200k lines)",
             f"{sample.wall_s:.2f} s, exit {sample.returncode}",
-            f"python -c pass {bare.wall_s * 1000:.0f} ms (ratio {sample.wall_s / bare.wall_s:.1f}x)",
+            f"python -c pass {bare.wall_s * 1000:.0f} ms "
+            f"(ratio {sample.wall_s / bare.wall_s:.1f}x)",
             "< 2 s (no sampling window in a replay)",
             sample.wall_s < 2.0,
         ),
@@ -99,7 +100,10 @@ def bench_kernel_log(scratch: Path, size_mb: int, repeat: int) -> list[Row]:
     log = scratch / "kern.log"
     kernel_log(log, size_mb, matches=500)
     grep = best_of(["grep", "-cE", "AER|Xid|SXid", str(log)], repeat)
-    scan_code = "import sys; from pathlib import Path; from sitscheck.kernlog.scan import scan_file; scan_file(Path(sys.argv[1]))"
+    scan_code = (
+        "import sys; from pathlib import Path; "
+        "from sitscheck.kernlog.scan import scan_file; scan_file(Path(sys.argv[1]))"
+    )
     scan = best_of([PY, "-c", scan_code, str(log)], repeat)
     rows = [
         Row(

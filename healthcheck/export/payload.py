@@ -354,7 +354,7 @@ def started_ns(report: Report) -> int:
 
 
 def _seconds_ns(seconds: float) -> int:
-    return max(int(round(seconds * 1e9)), 0)
+    return max(round(seconds * 1e9), 0)
 
 
 # ---------------------------------------------------------------- traces

@@ -14,7 +14,6 @@ here).
 from __future__ import annotations
 
 import enum
-import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -188,7 +187,7 @@ class HttpSender:
             if exc.code in _HTTP_DOWN:
                 return SendResult(Outcome.ENDPOINT_DOWN, text)
             return SendResult(Outcome.KIND_FAILED, text)
-        except (urllib.error.URLError, OSError, socket.timeout, ssl.SSLError) as exc:
+        except OSError as exc:  # URLError, timeouts, refused, TLS failures
             reason = getattr(exc, "reason", None) or exc
             text = scrub(f"{where}: {type(reason).__name__}: {reason}", self.secrets)
             return SendResult(Outcome.ENDPOINT_DOWN, text)
