@@ -166,9 +166,8 @@ def main() -> int:
     width = max(len(r.name) for r in rows)
     print(f"{'benchmark':<{width}}  {'ok':<4} measured | reference | target")
     for row in rows:
-        print(
-            f"{row.name:<{width}}  {'yes' if row.ok else 'NO':<4} {row.measured} | {row.reference} | {row.target}"
-        )
+        verdict = "yes" if row.ok else "NO"
+        print(f"{row.name:<{width}}  {verdict:<4} {row.measured} | {row.reference} | {row.target}")
     if "BENCH_DIR" not in os.environ:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0 if all(r.ok for r in rows) else 1
