@@ -60,6 +60,15 @@ TrtOpt = Annotated[
 ]
 LoadOpt = Annotated[bool, typer.Option("--load", help="Keep the GPUs busy while sampling.")]
 SysRootOpt = Annotated[str | None, typer.Option("--sys-root", help="sysfs root (default /sys).")]
+OtlpOpt = Annotated[
+    str | None, typer.Option("--otlp", help="Send the run over OTLP to this endpoint.")
+]
+StateDirOpt = Annotated[
+    Path | None, typer.Option("--state-dir", help="State and spool folder (/var/lib/sitscheck).")
+]
+TrtProbeOpt = Annotated[
+    bool, typer.Option("--trt-probe", help="Build a tiny TensorRT engine on each GPU.")
+]
 
 
 def _version(value: bool) -> None:
@@ -96,6 +105,9 @@ def run(
     trt_log: TrtOpt = None,
     load: LoadOpt = False,
     sys_root: SysRootOpt = None,
+    otlp: OtlpOpt = None,
+    state_dir: StateDirOpt = None,
+    trt_probe: TrtProbeOpt = False,
 ) -> None:
     """Run the checks once, print the report, exit with its status."""
     overrides: dict[str, Any] = {
@@ -111,20 +123,36 @@ def run(
         "load": load or None,
         "verbose": verbose or None,
         "sys_root": sys_root,
+        "state_dir": state_dir,
+        "trt_probe": trt_probe or None,
     }
-    raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [])))
+    raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [], otlp)))
 
 
 def _run(
-    overrides: dict[str, Any], config_path: Path | None, bundle: str | None, outputs: list[str]
+    overrides: dict[str, Any],
+    config_path: Path | None,
+    bundle: str | None,
+    outputs: list[str],
+    otlp: str | None,
 ) -> int:
+    import os
+
     from .app import RunRequest, execute
+    from .export.settings import resolve_settings
     from .report.outputs import deliver, parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
+    otlp_settings = resolve_settings(config.otlp, otlp, os.environ)  # bad settings fail early
     report = execute(RunRequest(config, bundle))
     deliver(report, specs, config.verbose)
+    if otlp_settings.endpoint:
+        from .export.otel import export_report
+
+        result = export_report(report, otlp_settings, config.state_dir, timeout_s=15.0)
+        if result.errors:
+            typer.echo(f"sitscheck: {result.summary()}", err=True)
     return report.exit_code
 
 

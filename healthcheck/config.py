@@ -29,18 +29,22 @@ class OtlpSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     endpoint: str | None = None
-    protocol: str | None = Field(None, description="grpc or http/protobuf")
+    protocol: str | None = Field(default=None, description="grpc or http/protobuf")
     headers: dict[str, str] = Field(default_factory=dict)
-    certificate: str | None = Field(None, description="CA bundle (PEM) to verify the endpoint")
-    timeout_s: float | None = Field(None, gt=0, description="per request; default 10")
-    client_certificate: str | None = Field(None, description="PEM, for mutual TLS")
-    client_key: str | None = Field(None, description="PEM, for mutual TLS")
-    insecure: bool | None = Field(None, description="grpc: no TLS where the endpoint has no scheme")
+    certificate: str | None = Field(
+        default=None, description="CA bundle (PEM) to verify the endpoint"
+    )
+    timeout_s: float | None = Field(default=None, gt=0, description="per request; default 10")
+    client_certificate: str | None = Field(default=None, description="PEM, for mutual TLS")
+    client_key: str | None = Field(default=None, description="PEM, for mutual TLS")
+    insecure: bool | None = Field(
+        default=None, description="grpc: no TLS where the endpoint has no scheme"
+    )
     service_name: str | None = None
     resource_attributes: dict[str, str] = Field(default_factory=dict)
-    spool_max_files: int = Field(200, ge=1, description="undelivered payloads kept on disk")
-    spool_max_bytes: int = Field(64 * 1024 * 1024, ge=1)
-    spool_max_age_s: float = Field(7 * 24 * 3600.0, gt=0)
+    spool_max_files: int = Field(default=200, ge=1, description="undelivered payloads kept on disk")
+    spool_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
+    spool_max_age_s: float = Field(default=7 * 24 * 3600.0, gt=0)
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
@@ -67,6 +71,9 @@ class RunConfig(BaseModel):
     skip: list[str] = Field(default_factory=list)
     rules_dirs: list[Path] = Field(default_factory=list)
     trt_logs: list[str] = Field(default_factory=list)
+    trt_probe: bool = Field(
+        False, description="build a tiny TensorRT network on each GPU (needs sitscheck[tensorrt])"
+    )
     sys_root: str = "/sys"
     state_dir: Path = Path("/var/lib/sitscheck")
     load: bool = False

@@ -15,6 +15,7 @@ Everything here is pure except `load`, which asks the `Sources` for the evidence
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,9 +70,9 @@ NVML_CALLS: Mapping[str, str] = {
     "recovery_action": "nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)",
 }
 
-# nvidia-smi --query-gpu fields -> snapshot keys (a path into the GPU record, or a sample field).
+# nvidia-smi --query-gpu fields -> where the snapshot keeps them.
 _CSV_INVENTORY: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    # (field, path in the GPU record, unavailable key)
+    # (field, path in the GPU record, unavailable key; "" when it is the path joined by dots)
     ("pcie.link.gen.current", ("pcie", "gen_current"), "pcie.gen_current"),
     ("pcie.link.gen.max", ("pcie", "gen_max"), "pcie.gen_max"),
     ("pcie.link.gen.gpumax", ("pcie", "gen_device_max"), "pcie.gen_device_max"),
@@ -80,14 +81,10 @@ _CSV_INVENTORY: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("power.default_limit", ("power", "default_limit_w"), "power.default_limit"),
     ("clocks.max.sm", ("clocks_max_mhz", "sm"), "clocks_max.sm"),
     ("clocks.max.memory", ("clocks_max_mhz", "mem"), "clocks_max.mem"),
-    ("ecc.errors.corrected.volatile.total", ("ecc", "volatile", "corrected"), "ecc.volatile"),
-    ("ecc.errors.uncorrected.volatile.total", ("ecc", "volatile", "uncorrected"), "ecc.volatile"),
-    ("ecc.errors.corrected.aggregate.total", ("ecc", "aggregate", "corrected"), "ecc.aggregate"),
-    (
-        "ecc.errors.uncorrected.aggregate.total",
-        ("ecc", "aggregate", "uncorrected"),
-        "ecc.aggregate",
-    ),
+    ("ecc.errors.corrected.volatile.total", ("ecc", "volatile", "corrected"), ""),
+    ("ecc.errors.uncorrected.volatile.total", ("ecc", "volatile", "uncorrected"), ""),
+    ("ecc.errors.corrected.aggregate.total", ("ecc", "aggregate", "corrected"), ""),
+    ("ecc.errors.uncorrected.aggregate.total", ("ecc", "aggregate", "uncorrected"), ""),
     ("remapped_rows.correctable", ("remap", "corrected"), "remap"),
     ("remapped_rows.uncorrectable", ("remap", "uncorrected"), "remap"),
     ("remapped_rows.pending", ("remap", "pending"), "remap"),
@@ -327,6 +324,48 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
+_GPU_NOTE = re.compile(r"^GPU (?P<index>\d+): (?P<rest>.+)$", re.DOTALL)
+
+
+def group_notes(notes: Sequence[str]) -> list[str]:
+    """`GPU 0: x`, `GPU 1: x` ... → `GPUs 0, 1: x`: one line per thing not judged, first-seen
+    order; notes not about one GPU pass through."""
+    grouped: dict[str, list[int]] = {}
+    order: list[str] = []
+    for note in notes:
+        match = _GPU_NOTE.match(note)
+        key = match["rest"] if match else note
+        if key not in grouped:
+            grouped[key] = []
+            order.append(key)
+        if match:
+            grouped[key].append(int(match["index"]))
+    lines = []
+    for key in order:
+        indices = grouped[key]
+        if not indices:
+            lines.append(key)
+        elif len(indices) == 1:
+            lines.append(f"GPU {indices[0]}: {key}")
+        else:
+            lines.append(f"GPUs {_ranges(indices)}: {key}")
+    return lines
+
+
+def _ranges(indices: list[int]) -> str:
+    parts: list[str] = []
+    ordered = sorted(set(indices))
+    start = previous = ordered[0]
+    for index in [*ordered[1:], None]:
+        if index is not None and index == previous + 1:
+            previous = index
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        if index is not None:
+            start = previous = index
+    return ", ".join(parts)
+
+
 # --- building the fleet ------------------------------------------------------------------------
 
 
@@ -343,11 +382,9 @@ def load(sources: Sources) -> GpuFleet | str:
     problems.append(f"NVML: {reason or (snapshot or {}).get('error') or 'no snapshot'}")
     query = sources.artifact(names.NVIDIA_SMI_QUERY_GPU)
     dmon = sources.artifact(names.NVIDIA_SMI_DMON)
-    for artifact in (query, dmon):
-        if artifact.text is None and artifact.reason:
-            problems.append(artifact.reason)
     if query.text is None and dmon.text is None:
-        return "no GPU readings: " + "; ".join(problems)
+        reasons = [a.reason for a in (query, dmon) if a.reason]
+        return "no GPU readings: " + "; ".join([*problems, *reasons])
     return from_smi(query.text, query.ref, dmon.text, dmon.ref, problems)
 
 
@@ -408,6 +445,7 @@ def _records_from_csv(
         record = records.setdefault(index, _new_record(index))
         _csv_identity(row, record)
         for name, path, key in _CSV_INVENTORY:
+            key = key or ".".join(path)
             _put(record, path, key, _cell(row, name), name, flag=name in _CSV_FLAGS)
         mode = _cell(row, "ecc.mode.current")
         _put(record, ("ecc", "mode_enabled"), "ecc.mode", mode, "ecc.mode.current", flag=True)

@@ -7,11 +7,15 @@ from them and published. Field names are a contract: add, never rename.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 SCHEMA_VERSION = "1.0"
+
+# Daemon runs (`run --daemon`, `daemon`): whether a finding or fired verdict is new since the
+# last run or was already there; None outside daemon runs.
+DaemonMark = Literal["new", "persisting"]
 
 
 class Status(str, Enum):
@@ -108,6 +112,12 @@ class Finding(BaseModel):
     device: Device | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     action: str | None = None
+    state: DaemonMark | None = Field(
+        default=None, description="Daemon runs: new since the last run, or persisting from it."
+    )
+    since: str | None = Field(
+        default=None, description="Daemon runs: when this was first seen (ISO 8601)."
+    )
 
 
 class Metric(BaseModel):
@@ -147,6 +157,54 @@ class Verdict(BaseModel):
     )
     explained_by: list[str] = Field(default_factory=list)
     reason: str | None = Field(default=None, description="Why unknown or skipped.")
+    state: DaemonMark | None = Field(
+        default=None, description="Daemon runs: new since the last run, or persisting from it."
+    )
+    since: str | None = Field(
+        default=None, description="Daemon runs: when this was first seen (ISO 8601)."
+    )
+
+
+class Cleared(BaseModel):
+    """A finding or fired verdict of the previous daemon run that is gone now (reported once)."""
+
+    kind: Literal["finding", "verdict"]
+    code: str = Field(description="The finding's code or the verdict's rule id.")
+    check: str | None = Field(default=None, description="The check that raised the finding.")
+    device: Device | None = None
+    status: Status = Field(description="What it was when last seen (warning or critical).")
+    message: str
+    since: str | None = Field(default=None, description="When it was first seen (ISO 8601).")
+    last_seen: str | None = None
+
+
+class CounterDelta(BaseModel):
+    """A cumulative counter (AER, replay, ECC, NVLink errors) against the previous daemon run."""
+
+    check: str
+    name: str
+    unit: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    value: float
+    previous: float | None = Field(default=None, description="None: no earlier value.")
+    delta: float | None = Field(
+        default=None, description="Increase since the previous run; None without a baseline."
+    )
+    reset: bool = Field(
+        default=False, description="The counter restarted (reboot, driver reload): delta = value."
+    )
+    interval_s: float | None = None
+
+
+class DaemonInfo(BaseModel):
+    """What a daemon run knew of the previous one: its state, the kernel-log cursor."""
+
+    state_dir: str
+    previous_run: str | None = None
+    kernel_log: str | None = Field(
+        default=None, description="How the kernel log was read: resumed after a cursor, or why not."
+    )
+    notes: list[str] = Field(default_factory=list)
 
 
 class Report(BaseModel):
@@ -162,6 +220,13 @@ class Report(BaseModel):
     profile: str | None = None
     checks: list[CheckResult]
     verdicts: list[Verdict] = Field(default_factory=list)
+    cleared: list[Cleared] = Field(
+        default_factory=list, description="Daemon runs: conditions gone since the last run."
+    )
+    deltas: list[CounterDelta] = Field(
+        default_factory=list, description="Daemon runs: cumulative counters against the last run."
+    )
+    daemon: DaemonInfo | None = None
 
     @property
     def exit_code(self) -> int:

@@ -42,7 +42,16 @@ def run_checks(
                 name=check.name, status=Status.UNKNOWN, error=check.error
             )
             continue
-        skip = _skip_reason(check, sources, config)
+        try:
+            skip = check.applicable(sources, config)
+        except Exception as exc:
+            results[check.name] = CheckResult(
+                name=check.name,
+                layer=check.layer,
+                status=Status.UNKNOWN,
+                error=f"could not decide whether it applies: {type(exc).__name__}: {exc}",
+            )
+            continue
         if skip is not None:
             results[check.name] = CheckResult(
                 name=check.name, layer=check.layer, status=Status.SKIPPED, skip_reason=skip
@@ -60,13 +69,6 @@ def run_checks(
         slot.thread.join(timeout=max(slot.deadline - time.monotonic(), 0.0))
         results[slot.check.name] = _result(slot, time.monotonic() - started)
     return [results[c.name] for c in checks]
-
-
-def _skip_reason(check: Check, sources: Sources, config: RunConfig) -> str | None:
-    try:
-        return check.applicable(sources, config)
-    except Exception as exc:
-        return f"could not decide whether it applies: {exc}"
 
 
 def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:

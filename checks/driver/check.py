@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sitscheck.check import CheckContext, CheckOutput, MetricSpec
 from sitscheck.config import RunConfig
+from sitscheck.gpu_view import group_notes
 from sitscheck.models import Evidence, Finding, Layer, Metric, Severity
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import parse_query_csv
@@ -11,7 +12,7 @@ from sitscheck.smi.values import SmiParseError
 from sitscheck.sources import artifacts as names
 from sitscheck.sources.base import Sources
 
-from .inventory import Inventory, from_list, from_query_rows, from_snapshot, judge
+from .inventory import Inventory, from_list, from_query_rows, from_snapshot, judge, unjudged
 
 
 class DriverCheck:
@@ -51,7 +52,7 @@ class DriverCheck:
             findings=findings,
             metrics=[Metric(name="sitscheck.gpu.count", value=len(inventory.gpus), unit="{gpu}")],
             facts=inventory.to_fact(),
-            not_judged=[p for p in problems if p],
+            not_judged=group_notes([p for p in problems if p] + unjudged(inventory)),
         )
 
     def _inventory(self, ctx: CheckContext) -> tuple[Inventory | None, list[str]]:
@@ -91,15 +92,14 @@ class DriverCheck:
             parsed = parse_list_gpus(listing.text)
         except SmiParseError:
             return []
-        if len(parsed.gpus) == len(inventory.gpus):
+        listed = len(parsed.gpus) + len(parsed.lost)  # a lost GPU is still listed, as an error
+        if listed == len(inventory.gpus):
             return []
         return [
             Finding(
                 code="driver.count_mismatch",
                 severity=Severity.CRITICAL,
-                message=(
-                    f"NVML lists {len(inventory.gpus)} GPUs, nvidia-smi -L lists {len(parsed.gpus)}"
-                ),
+                message=f"NVML lists {len(inventory.gpus)} GPUs, nvidia-smi -L lists {listed}",
                 evidence=[
                     Evidence(source="nvidia-smi", ref=listing.ref, excerpt=listing.text[:2000])
                 ],

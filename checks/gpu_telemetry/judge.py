@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, number, sample_values, stats
+from sitscheck.gpu_view import GpuFleet, GpuView, group_notes, number, sample_values, stats
 from sitscheck.models import Metric
 
 from .reasons import decode, fractions
@@ -100,7 +100,8 @@ def judge(fleet: GpuFleet) -> CheckOutput:
             out.not_judged.append(f"GPU {gpu.index}: telemetry: {gpu.why_missing('power.draw')}")
             continue
         entry["samples"] = len(gpu.samples)
-        entry["window_s"] = gpu.window_s
+        if gpu.window_s is not None:
+            entry["window_s"] = gpu.window_s
         for series in SERIES:
             _series(gpu, entry, out, series, sample_values(gpu, series.sample))
         _gpm(gpu, entry, out)
@@ -109,6 +110,7 @@ def judge(fleet: GpuFleet) -> CheckOutput:
         _violations(gpu, entry, out)
     out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
     out.error = fleet.fault_error(READ_KEYS)
+    out.not_judged = group_notes(out.not_judged)
     return out
 
 
@@ -193,7 +195,7 @@ def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     if slowdown is None:
         out.not_judged.append(
             f"GPU {gpu.index}: slowdown temperature: {gpu.why_missing('temperature.slowdown_c')}"
-            " (the rules use params.temp_slowdown_fallback_c)"
+            " (the rules use the profile's slowdown_c, else params.temp_slowdown_fallback_c)"
         )
     elif isinstance(temp, dict):
         entry["temp_margin_c"] = round(slowdown - temp["max"], 3)
@@ -234,15 +236,15 @@ def _violations(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         out.not_judged.append(f"GPU {gpu.index}: violation times: {gpu.why_missing('violations')}")
         return
     during: dict[str, float] = {}
-    for policy, first in start.items():
-        last = end.get(policy)
-        if number(first) is None or number(last) is None:
+    for policy, raw in start.items():
+        first, last = number(raw), number(end.get(policy))
+        if first is None or last is None:
             continue
-        during[policy] = round(max(float(last) - float(first), 0.0) / 1e9, 6)
+        during[policy] = round(max(last - first, 0.0) / 1e9, 6)
         out.metrics.append(
             Metric(
                 name="sitscheck.gpu.violation.time",
-                value=round(float(last) / 1e9, 6),
+                value=round(last / 1e9, 6),
                 unit="s",
                 labels=gpu.labels(policy=policy),
             )

@@ -26,10 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from sitscheck.kernlog.lines import KernelLine
+from sitscheck.kernlog.lines import Anchor, KernelLine
 
 __all__ = [
+    "AER_ANCHORS",
     "CORRECTABLE_BITS",
+    "HEAD_LINES",
     "UNCORRECTABLE_BITS",
     "AerEvent",
     "Severity",
@@ -137,6 +139,17 @@ _CPER_VENDOR = re.compile(
 )
 
 _MAX_OPEN_HEADERS = 16
+_MAX_OPEN_RECORDS = 16
+
+# For `iter_candidate_lines`: every report begins with an "AER:" header (all kernels print it
+# before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
+# neither word follow within a few lines. A detail block whose header lies before the start of
+# the log is kept by `head_lines=HEAD_LINES`.
+AER_ANCHORS: tuple[Anchor, ...] = (
+    Anchor(b"AER", after=48),
+    Anchor(b"[Hardware Error]", after=48),
+)
+HEAD_LINES = 48
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,17 +179,23 @@ class AerEvent:
 
 
 def might_be_aer(raw_line: str) -> bool:
-    """Cheap substring test: False only for lines `parse_aer` never needs (raw or body)."""
-    if "AER" in raw_line or "PCIe Bus Error" in raw_line or "status/mask" in raw_line:
-        return True
-    if "Hardware Error" in raw_line or "aer_" in raw_line or "find device of ID" in raw_line:
-        return True
-    return ":    [" in raw_line or _has_bit_index(raw_line)
+    """Cheap substring test: False only for lines `parse_aer` never needs (raw or body).
 
-
-def _has_bit_index(raw_line: str) -> bool:
-    """A whitespace-collapsed bit line: ": [14] CmpltTO" / ": [ 0] RxErr" / ": [0] RxErr"."""
+    "Error" stands for "PCIe Bus Error" and "[Hardware Error]"; the rest are the detail lines
+    some kernels print without "AER:" (status word, bit lines, the 4.x "can't find" note).
+    """
+    if "AER" in raw_line or "Error" in raw_line or "status/mask" in raw_line:
+        return True
+    if "aer_" in raw_line or "find device of ID" in raw_line:
+        return True
+    if ":    [" in raw_line or ":  [" in raw_line:  # bit lines of 4.x+ and of 2.6/3.x
+        return True
     at = raw_line.find(": [")
+    return at >= 0 and _has_bit_index(raw_line, at)
+
+
+def _has_bit_index(raw_line: str, at: int) -> bool:
+    """A whitespace-collapsed bit line: ": [14] CmpltTO" / ": [ 0] RxErr" / ": [0] RxErr"."""
     while at >= 0:
         window = raw_line[at + 3 : at + 6]
         if len(window) >= 2 and window[0] in " 0123456789":
@@ -464,7 +483,10 @@ class _AerState:
         record = self.records.get(key)
         if record is None or text.startswith("Hardware error from"):
             record = _Record(line.time)
+            self.records.pop(key, None)
             self.records[key] = record
+            if len(self.records) > _MAX_OPEN_RECORDS:  # {N} grows with every record
+                del self.records[next(iter(self.records))]
         _cper_field(self, record, text)
 
     # -- results -------------------------------------------------------------------------------
@@ -736,10 +758,15 @@ def _layer(text: str | None) -> str | None:
 
 
 def _bit_name(printed: str) -> str | None:
-    """The current short name of a printed bit line's name (None for "Unknown Error Bit")."""
-    name = printed.strip()
-    if name.endswith("(First)"):
-        name = name[: -len("(First)")].rstrip()
-    if name in _KNOWN_NAMES:
-        return name
-    return _LONG_NAMES.get(" ".join(name.split()))
+    """The current short name of a printed bit line's name; None for "Unknown Error Bit" (the
+    caller then names the bit by its index). Words after the name (a "(First)" mark, or the
+    layer/agent some kernels add) are ignored."""
+    words = [word for word in printed.split() if word != "(First)"]
+    for count in range(min(len(words), 4), 0, -1):
+        name = " ".join(words[:count])
+        if name in _KNOWN_NAMES:
+            return name
+        long_name = _LONG_NAMES.get(name)
+        if long_name is not None:
+            return long_name
+    return None

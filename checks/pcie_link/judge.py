@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, number, sample_values, stats
+from sitscheck.gpu_view import GpuFleet, GpuView, group_notes, number, sample_values, stats
 from sitscheck.models import Evidence, Finding, Metric, Severity
 
 from .links import PortLink, expected
@@ -41,6 +41,7 @@ def judge(fleet: GpuFleet, chains: Mapping[int, Chain]) -> CheckOutput:
         _throughput(gpu, entry, out)
     out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
     out.error = fleet.fault_error(READ_KEYS)
+    out.not_judged = group_notes(out.not_judged)
     return out
 
 
@@ -48,9 +49,10 @@ def _nvml_link(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> list[Ev
     """NVML's (or nvidia-smi's) width and generation; evidence when the width is below max."""
     for name in ("width_current", "width_max", "gen_current", "gen_max", "gen_device_max"):
         value = gpu.get("pcie", name)
-        entry[name] = value if isinstance(value, int) else None
-    width, width_max = entry["width_current"], entry["width_max"]
-    gen, gen_max = entry["gen_current"], entry["gen_max"]
+        if isinstance(value, int) and not isinstance(value, bool):
+            entry[name] = value
+    width, width_max = entry.get("width_current"), entry.get("width_max")
+    gen, gen_max = entry.get("gen_current"), entry.get("gen_max")
     for label, key, value in (
         ("width", "pcie.width_current", width),
         ("max width", "pcie.width_max", width_max),
@@ -120,7 +122,7 @@ def _width_finding(gpu: GpuView, entry: dict[str, Any], evidence: list[Evidence]
     if not (isinstance(width, int) and isinstance(width_max, int) and width < width_max):
         width, width_max = _first_narrow(entry)
     share = f"{width / width_max:.0%}" if width and width_max else "part"
-    where = "; ".join(e.excerpt or "" for e in evidence if e.excerpt)
+    where = "; ".join(f"{e.source}: {e.excerpt}" for e in evidence if e.excerpt)
     return Finding(
         code="pcie_link.width_degraded",
         severity=Severity.WARNING,

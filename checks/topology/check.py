@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sitscheck.check import CheckContext, CheckOutput, MetricSpec
 from sitscheck.config import RunConfig
+from sitscheck.gpu_view import NVML
 from sitscheck.models import Finding, Layer, Metric
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.values import SmiParseError
@@ -28,14 +29,19 @@ class TopologyCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        """Skipped without a driver, or a bundle that holds neither topo -m nor nvml.json.
+
+        Live, nothing is run here (a hung nvidia-smi would hold up every check's start): a
+        node with a driver whose topo -m and NVML both fail is UNKNOWN, from `collect`.
+        """
         driver = sources.driver()
         if driver.state != "present":
             return driver.detail
-        topo = sources.artifact(names.NVIDIA_SMI_TOPO)
-        if topo.available:
+        if sources.mode == "live":
             return None
-        snapshot, reason = sources.gpu_snapshot()
-        if snapshot is not None:
+        topo = sources.artifact(names.NVIDIA_SMI_TOPO)
+        snapshot, reason = (None, None) if topo.available else sources.gpu_snapshot()
+        if topo.available or snapshot is not None:
             return None
         return f"no topology evidence: {topo.reason}; NVML: {reason}"
 
@@ -44,7 +50,10 @@ class TopologyCheck:
         topo = sources.artifact(names.NVIDIA_SMI_TOPO)
         ctx.ensure_time("reading NVML")
         snapshot, nvml_reason = sources.gpu_snapshot()
-        nvml = nvml_view(snapshot, "NVML") if snapshot is not None else None
+        nvml = nvml_view(snapshot, NVML) if snapshot is not None else None
+        nvml_why = nvml_reason or (snapshot or {}).get("error") or "no GPUs"
+        if topo.text is None and nvml is None:
+            return CheckOutput(error=f"no topology evidence: {topo.reason}; NVML: {nvml_why}")
         matrix, parse_finding = _parse(topo)
         not_judged: list[str] = []
         if topo.text is None:
@@ -53,8 +62,7 @@ class TopologyCheck:
                 "NVLink counts per pair not judged (NVML's view reported alone)"
             )
         if nvml is None:
-            why = nvml_reason or (snapshot or {}).get("error") or "no GPUs"
-            not_judged.append(f"NVML: {why}; the matrix is not cross-checked with NVML")
+            not_judged.append(f"NVML: {nvml_why}; the matrix is not cross-checked with NVML")
         listed, listed_ref = (None, None) if nvml is not None else _listed(sources)
         judgement = judge(
             TopologyInputs(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitscheck.gpu_view import GpuView, from_snapshot
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .parse import TopoMatrix, TopoParseError, is_pcie_kind, nvlink_count
@@ -116,10 +117,9 @@ class Judgement:
 
 def nvml_view(snapshot: Mapping[str, Any], ref: str) -> NvmlView | None:
     """The GPUs, NVLink states and GPU pairs of an NVML snapshot (nvml.json); None if none."""
-    raw_gpus = snapshot.get("gpus")
-    if snapshot.get("error") or not isinstance(raw_gpus, list):
+    if snapshot.get("error") or not isinstance(snapshot.get("gpus"), list):
         return None
-    gpus = tuple(_nvml_gpu(raw) for raw in raw_gpus if _has_index(raw))
+    gpus = tuple(_nvml_gpu(view) for view in from_snapshot(snapshot, ref).gpus)
     pairs: list[NvmlPair] = []
     for raw in snapshot.get("pairs") or []:
         if (
@@ -140,20 +140,16 @@ def nvml_view(snapshot: Mapping[str, Any], ref: str) -> NvmlView | None:
     return NvmlView(gpus, tuple(pairs), ref)
 
 
-def _has_index(raw: Any) -> bool:
-    return isinstance(raw, dict) and isinstance(raw.get("index"), int)
-
-
-def _nvml_gpu(raw: dict[str, Any]) -> NvmlGpu:
-    bus = raw.get("pci_bus_id")
-    links = [entry for entry in raw.get("nvlink") or [] if isinstance(entry, dict)]
+def _nvml_gpu(view: GpuView) -> NvmlGpu:
+    lost = view.lost is not None
+    links = [entry for entry in view.get("nvlink") or [] if isinstance(entry, dict)]
     if not links:
-        return NvmlGpu(raw["index"], bus if isinstance(bus, str) else None, "lost" in raw)
+        return NvmlGpu(view.index, view.pci_bus_id, lost)
     active = [entry for entry in links if entry.get("active") is True]
     return NvmlGpu(
-        index=raw["index"],
-        pci_bus_id=bus if isinstance(bus, str) else None,
-        lost="lost" in raw,
+        index=view.index,
+        pci_bus_id=view.pci_bus_id,
+        lost=lost,
         nvlink_links=len(links),
         nvlink_active=len(active),
         nvlink_unknown=sum(1 for entry in links if entry.get("active") is None),
@@ -472,7 +468,8 @@ def _link_count_reason(index: int, pair: _Pair, count: int, nvml: NvmlView) -> s
     if gpu is None or gpu.nvlink_active is None or gpu.nvlink_unknown:
         return None
     if gpu.nvlink_active < count:
-        return f"topo -m shows NV{count} but NVML sees {gpu.nvlink_active} active NVLinks on GPU{index}"
+        active = gpu.nvlink_active
+        return f"topo -m shows NV{count} but NVML sees {active} active NVLinks on GPU{index}"
     peer = nvml.gpu(pair.b if index == pair.a else pair.a)
     direct = _direct_links(gpu, nvml)
     if direct is None or peer is None or peer.pci_bus_id is None:
@@ -610,13 +607,12 @@ def _affinity_judgement(
     notes: list[str] = []
     compared = False
     cpus = cpu_set(_printed(cpu))
-    local = cpu_set(sysfs.cpulist) if sysfs else None
+    listed = sysfs.cpulist if sysfs else None
+    local = cpu_set(listed)
     if cpus is not None and local is not None:
         compared = True
         if not cpus <= local:
-            notes.append(
-                f"CPU affinity {cpu} is outside sysfs local_cpulist {sysfs.cpulist if sysfs else ''}"
-            )
+            notes.append(f"CPU affinity {cpu} is outside sysfs local_cpulist {listed}")
     shown_numa = _printed(numa)
     if shown_numa is not None and shown_numa.isdigit() and sysfs and sysfs.numa_node is not None:
         compared = True
@@ -625,9 +621,13 @@ def _affinity_judgement(
     group = numa_cpus.get(shown_numa or "", {}) if cpus is not None else {}
     if sum(len(gpus) for gpus in group.values()) > 1:  # other GPUs on this NUMA node
         compared = True
-        for other_cpus, gpus in group.items():
-            if other_cpus != cpus:
-                notes.append(f"{', '.join(gpus)} on NUMA node {shown_numa} print other CPUs")
+        most = max(len(gpus) for gpus in group.values())
+        usual = [c for c, gpus in group.items() if len(gpus) == most]
+        if cpus not in usual or len(usual) > 1:  # the odd one out; all of them on a tie
+            others = [g for c, gpus in group.items() if c != cpus for g in gpus]
+            notes.append(
+                f"CPU affinity {cpu} differs from {', '.join(others)} on NUMA node {shown_numa}"
+            )
     if not compared:
         return present, None, None
     return present, not notes, "; ".join(notes) or None

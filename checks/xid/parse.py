@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sitscheck.kernlog.lines import KernelLine
+from sitscheck.kernlog.lines import Anchor, KernelLine
 
-__all__ = ["XidEvent", "might_be_xid", "parse_xid"]
+__all__ = ["XID_ANCHORS", "XidEvent", "might_be_xid", "parse_xid"]
 
 _ADDR = r"[0-9a-fA-F]{1,8}(?::[0-9a-fA-F]{1,4}){1,2}(?:\.[0-7])?"
 _TAIL = r")(?P<attr>[^)]*)\):\s*(?P<code>\d+)(?:,\s?(?P<rest>.*))?"
@@ -42,6 +42,10 @@ _FALL_LINES = 4  # the multi-line message is three lines; allow one stray NVRM l
 _CONTEXT = ("GPU at PCI:", "GPU Board Serial Number", "loading NVIDIA", "The NVIDIA ")
 _MAX_DETAILS = 64
 _UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
+
+# For `iter_candidate_lines`: Xid and SXid lines, and every NVRM line (fallen-off messages,
+# the lines of the three-line one, GSP dumps).
+XID_ANCHORS: tuple[Anchor, ...] = (Anchor(b"Xid"), Anchor(b"NVRM"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +160,7 @@ class _XidState:
             if self._sxid(line) or self._xid(line):
                 return
         nvrm = _nvrm_text(body)
-        if self.pending is not None and self._continue_fall(line, nvrm):
+        if self.pending is not None and self._continue_fall(self.pending, line, nvrm):
             return
         if _FALLEN in body:
             self._fallen(line.time, _bdf_in(body), nvrm if nvrm is not None else body.strip())
@@ -204,9 +208,8 @@ class _XidState:
             return
         self._add(draft)
 
-    def _continue_fall(self, line: KernelLine, nvrm: str | None) -> bool:
-        pending = self.pending
-        assert pending is not None
+    def _continue_fall(self, pending: _PendingFall, line: KernelLine, nvrm: str | None) -> bool:
+        """The next line of a pending three-line message; False when it is not one."""
         if nvrm is None or "Xid (" in line.body:
             self.pending = None
             return False

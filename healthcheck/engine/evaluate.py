@@ -98,10 +98,15 @@ def without_nulls(value: Any) -> Any:
 
 
 def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
-    """One record per GPU index: each check's `facts.gpus[]` entry for it, under the check name."""
+    """One record per GPU index: each check's per-GPU entry for it, under the check name.
+
+    Per-GPU records are the dicts in a check's `facts.gpus` (or `facts.per_gpu`, where `gpus`
+    is a list of names, as the topology facts are), keyed by `index`.
+    """
     views: dict[int, dict[str, Any]] = {}
     for result in results:
-        for entry in result.facts.get("gpus") or []:
+        records = [*(result.facts.get("gpus") or []), *(result.facts.get("per_gpu") or [])]
+        for entry in records:
             if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
                 continue
             view = views.setdefault(entry["index"], {"index": entry["index"]})

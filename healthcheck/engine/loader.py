@@ -16,7 +16,7 @@ from ..errors import RuleError
 from ..models import Layer, Severity
 from .cel import CelEnvironment
 from .model import Profile, Rule, RuleSet, Scope
-from .yaml_lines import LinedDict, line_of, load_yaml
+from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
 
 RULE_KEYS = {
     "id",
@@ -109,11 +109,11 @@ def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
     return Rule(
         id=rule_id,
         scope=scope,
-        when=env.compile(_text(entry, "when", file), file, line_of(entry, "when")),
-        guard=env.compile(str(guard), file, line_of(entry, "guard")) if guard else None,
+        when=env.compile(_text(entry, "when", file), file, value_line_of(entry, "when")),
+        guard=env.compile(str(guard), file, value_line_of(entry, "guard")) if guard else None,
         severity=Severity(severity),
         message=message,
-        placeholders=env.placeholders(message, file, line_of(entry, "message")),
+        placeholders=env.placeholders(message, file, value_line_of(entry, "message")),
         file=file,
         line=line,
         requires=_names(entry, "requires", file),

@@ -20,6 +20,7 @@ MAX_YAML_BYTES = 1024 * 1024
 class LinedDict(dict[str, Any]):
     line: int
     key_lines: dict[str, int]
+    value_lines: dict[str, int]
 
 
 class LinedList(list[Any]):
@@ -55,6 +56,7 @@ def _build(path: Path, node: yaml.Node) -> Any:
         mapping = LinedDict()
         mapping.line = line
         mapping.key_lines = {}
+        mapping.value_lines = {}
         for key_node, value_node in node.value:
             key = _build(path, key_node)
             if not isinstance(key, str):
@@ -65,6 +67,7 @@ def _build(path: Path, node: yaml.Node) -> Any:
                 raise RuleError(str(path), f"duplicate key {key!r}", key_node.start_mark.line + 1)
             mapping[key] = _build(path, value_node)
             mapping.key_lines[key] = key_node.start_mark.line + 1
+            mapping.value_lines[key] = _content_line(value_node)
         return mapping
     if isinstance(node, yaml.SequenceNode):
         items = LinedList(_build(path, child) for child in node.value)
@@ -73,6 +76,21 @@ def _build(path: Path, node: yaml.Node) -> Any:
         return items
     constructor = yaml.SafeLoader("")
     return constructor.construct_object(node, deep=True)
+
+
+def _content_line(node: yaml.Node) -> int:
+    """The line a scalar's text starts on: a block scalar (`|`, `>`) starts below its key."""
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+        return line + 1
+    return line
+
+
+def value_line_of(container: Any, key: str) -> int:
+    """Line where a key's value starts (for errors inside the value, e.g. an expression)."""
+    if isinstance(container, LinedDict) and key in container.value_lines:
+        return container.value_lines[key]
+    return line_of(container, key)
 
 
 def line_of(container: Any, key: str | int | None = None, default: int = 1) -> int:

@@ -10,15 +10,20 @@ a child span `check <name>` per check (its status, layer, duration, error), each
 not run (it has an `error`: crashed, timed out, failed to load), and on the root when any
 check could not run; a critical finding is `sitscheck.status=critical`, not an ERROR span.
 
-Metrics: every metric of every check, one data point per run (per GPU for a per-GPU metric).
-Names of the OpenTelemetry hardware conventions (`hw.*`) pass through with their instrument
-and unit; a few sitscheck names map onto them (see `ALIASES`, with unit conversion: `%` to a
-fraction, MiB to bytes, mW to W); every other name stays under `sitscheck.*` as a gauge.
-A GPU is named by its labels (`gpu`/`gpu_index`/`index`, `uuid`, `pci_bus_id`) and becomes
-`hw.id` (its UUID), `hw.name` (`GPU 0`), `hw.type=gpu`, `hw.model`, `hw.vendor`,
-`hw.firmware_version` (VBIOS), `hw.driver_version`, from the driver check's inventory. Added
-per run: `hw.status` per GPU (ok/degraded/failed from the worst finding or verdict naming
-it), `sitscheck.run.duration`, `sitscheck.run.exit_code`, `sitscheck.check.status`,
+Metrics: every metric of every check, one data point per run (per GPU for a per-GPU metric,
+as the check labels it), its labels as attributes. A name of the OpenTelemetry hardware
+conventions (`HW_METRICS`: `hw.gpu.utilization`, `hw.power`, `hw.errors`, ...) goes out as
+that convention's instrument (gauge, counter or up-down counter) in its unit, converting a
+check's unit where that is exact (`%` to a fraction, MiB to bytes, mW to W); an `hw.*` metric
+whose unit cannot be converted (a rate in By/s for the byte counter `hw.gpu.io`) is renamed
+`sitscheck.hw.*`, and every other name is a `sitscheck.*` gauge in its own unit.
+A GPU named by a metric's labels (`hw.id`, `gpu.index`; or `uuid`, `pci_bus_id`, `device`)
+gets the hardware attributes from the driver check's inventory: `hw.id` (UUID, else bus id,
+else `gpu<index>`), `hw.type=gpu`, `hw.name` (`GPU 0`), `hw.model`, `hw.vendor`,
+`hw.firmware_version` (VBIOS), `hw.driver_version`, `gpu.index`, `gpu.pci_bus_id`; a check's
+own label wins over these. Added per run: `hw.status` per GPU (ok/degraded/failed from the
+worst finding or verdict naming it, no state 1 when that is unknown),
+`sitscheck.run.duration`, `sitscheck.run.exit_code`, `sitscheck.check.status`,
 `sitscheck.check.duration`, `sitscheck.findings` and `sitscheck.otlp.dropped`.
 """
 
@@ -93,18 +98,6 @@ HW_METRICS: dict[str, Spec] = {
     ),
 }
 
-# sitscheck metric names that are an OTel hardware metric (with the attributes that say which).
-ALIASES: dict[str, tuple[str, dict[str, str]]] = {
-    "sitscheck.gpu.utilization": ("hw.gpu.utilization", {"hw.gpu.task": "general"}),
-    "sitscheck.gpu.memory.used": ("hw.gpu.memory.usage", {}),
-    "sitscheck.gpu.memory.total": ("hw.gpu.memory.limit", {}),
-    "sitscheck.gpu.power": ("hw.power", {}),
-    "sitscheck.gpu.power.draw": ("hw.power", {}),
-    "sitscheck.gpu.energy": ("hw.energy", {}),
-    "sitscheck.gpu.ecc.corrected": ("hw.errors", {"error.type": "corrected"}),
-    "sitscheck.gpu.ecc.uncorrected": ("hw.errors", {"error.type": "uncorrected"}),
-}
-
 # unit as a check writes it -> (OTel unit, factor)
 _UNITS: dict[str, tuple[str, float]] = {
     "%": ("1", 0.01),
@@ -126,9 +119,9 @@ _UNITS: dict[str, tuple[str, float]] = {
     "degC": ("Cel", 1.0),
 }
 
-_GPU_INDEX_LABELS = ("gpu", "gpu_index", "index")
-_GPU_UUID_LABELS = ("uuid", "gpu_uuid")
-_GPU_BUS_LABELS = ("pci_bus_id", "bus_id")
+_GPU_ID_LABELS = ("hw.id", "uuid", "gpu_uuid")
+_GPU_BUS_LABELS = ("pci_bus_id", "gpu.pci_bus_id", "bus_id", "device")
+_GPU_INDEX_LABELS = ("gpu.index", "gpu_index", "gpu", "index")
 _HW_STATES = ("ok", "degraded", "failed")
 
 
@@ -159,7 +152,7 @@ class Payloads:
     traces: bytes
     metrics: bytes
     trace_id: bytes
-    run_time: float  # epoch seconds of `started_at`: the spool names files by it
+    run_time_ns: int  # `started_at`: the spool names files by it
 
 
 # ---------------------------------------------------------------- resource
@@ -268,7 +261,7 @@ class Inventory:
         self, index: int | None = None, uuid: str | None = None, bus: str | None = None
     ) -> Gpu | None:
         bus = _bus_id(bus)
-        for wanted, key in ((uuid, "uuid"), (bus, "pci_bus_id"), (index, "index")):
+        for wanted, key in ((uuid, "hw_id"), (uuid, "uuid"), (bus, "pci_bus_id"), (index, "index")):
             if wanted is None:
                 continue
             found = next((g for g in self.gpus if getattr(g, key) == wanted), None)
@@ -280,7 +273,7 @@ class Inventory:
         attrs: Attrs = {"hw.id": gpu.hw_id, "hw.type": "gpu"}
         if gpu.index is not None:
             attrs["hw.name"] = f"GPU {gpu.index}"
-            attrs["sitscheck.gpu.index"] = gpu.index
+            attrs["gpu.index"] = str(gpu.index)
         if gpu.model:
             attrs["hw.model"] = gpu.model
             attrs["hw.vendor"] = "NVIDIA"
@@ -289,7 +282,7 @@ class Inventory:
         if self.driver_version:
             attrs["hw.driver_version"] = self.driver_version
         if gpu.pci_bus_id:
-            attrs["sitscheck.gpu.pci_bus_id"] = gpu.pci_bus_id
+            attrs["gpu.pci_bus_id"] = gpu.pci_bus_id
         return attrs
 
     def device_attrs(self, device: Device | None) -> Attrs:
@@ -559,18 +552,17 @@ class _Metrics:
         return out
 
 
-def otel_metric(metric: Metric) -> tuple[str, Spec, float, dict[str, str]]:
-    """A check's metric as (OTel name, instrument, value in the OTel unit, added attributes)."""
-    name = metric.name if "." in metric.name else f"sitscheck.{metric.name}"
-    target, extra = ALIASES.get(name, (name, {}))
-    spec = HW_METRICS.get(target)
+def otel_metric(metric: Metric) -> tuple[str, Spec, float]:
+    """A check's metric as (OTel name, instrument, value in the name's unit)."""
+    name = metric.name
+    spec = HW_METRICS.get(name)
     if spec is not None:
         converted = _convert(metric.value, metric.unit, spec.unit)
         if converted is not None:
-            return target, spec, converted, extra
-    if not name.startswith(("sitscheck.", "hw.")) or name in HW_METRICS:
-        name = f"sitscheck.{name}"  # an hw.* name whose unit does not fit stays ours
-    return name, Spec(GAUGE, metric.unit, ""), metric.value, {}
+            return name, spec, converted
+    if not name.startswith("sitscheck.") or name in HW_METRICS:
+        name = f"sitscheck.{name}"  # an hw.* name whose unit does not fit is not that metric
+    return name, Spec(GAUGE, metric.unit, ""), metric.value
 
 
 def _convert(value: float, unit: str, wanted: str) -> float | None:
@@ -584,29 +576,21 @@ def _convert(value: float, unit: str, wanted: str) -> float | None:
     return value * known[1]
 
 
-def _split_gpu(labels: Mapping[str, str], inventory: Inventory) -> tuple[Attrs, Gpu | None]:
-    """Labels naming a GPU are replaced by the GPU's hw.* attributes."""
-    rest: Attrs = dict(labels)
-    index = uuid = bus = None
-    for key in _GPU_INDEX_LABELS:
-        if key in labels:
-            text = str(rest.pop(key)).strip()
-            if text.isdigit():
-                index = int(text)
-            elif text.upper().startswith(("GPU-", "MIG-")):
-                uuid = text
-            else:
-                bus = text
-    for key in _GPU_UUID_LABELS:
-        if key in labels:
-            uuid = str(rest.pop(key))
-    for key in _GPU_BUS_LABELS:
-        if key in labels:
-            bus = str(rest.pop(key))
-    if index is None and uuid is None and bus is None:
-        return rest, None
-    gpu = inventory.find(index, uuid, bus) or Gpu(index, uuid, _bus_id(bus), None, None)
-    return rest, gpu
+def _gpu_attrs(labels: Mapping[str, str], inventory: Inventory, hw: bool) -> Attrs:
+    """The hardware attributes of the device a metric's labels name (the labels then win)."""
+    ident = next((labels[k] for k in _GPU_ID_LABELS if labels.get(k)), None)
+    bus = next((labels[k] for k in _GPU_BUS_LABELS if labels.get(k)), None)
+    index_text = next((labels[k] for k in _GPU_INDEX_LABELS if labels.get(k)), None)
+    index = int(index_text) if index_text is not None and index_text.isdigit() else None
+    if ident is None and bus is None and index is None:
+        return {}
+    gpu = inventory.find(index, ident, bus)
+    if gpu is not None:
+        return inventory.gpu_attrs(gpu)
+    if bus is not None and ident is None and index is None:
+        # A PCIe device that is not a GPU of the inventory (a port, a switch, a NIC).
+        return {"hw.id": _bus_id(bus) or bus, "hw.type": "pci_device"} if hw else {}
+    return inventory.gpu_attrs(Gpu(index, ident, _bus_id(bus), None, None))
 
 
 def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetricsServiceRequest:
@@ -615,12 +599,14 @@ def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetr
     out = _Metrics(at, extras.counter_start_ns)
     for check in report.checks:
         for metric in check.metrics:
-            name, spec, value, extra = otel_metric(metric)
-            attrs, gpu = _split_gpu(metric.labels, inventory)
-            base: Attrs = {"sitscheck.check.name": check.name}
-            if gpu is not None:
-                base.update(inventory.gpu_attrs(gpu))
-            out.add(name, spec, value, {**base, **attrs, **extra})
+            name, spec, value = otel_metric(metric)
+            hw = name.startswith("hw.")
+            attrs: Attrs = {
+                "sitscheck.check.name": check.name,
+                **_gpu_attrs(metric.labels, inventory, hw),
+                **metric.labels,
+            }
+            out.add(name, spec, value, attrs)
     _run_metrics(report, out)
     _gpu_status(report, inventory, out)
     dropped = Spec(COUNTER, "{payload}", "OTLP payloads dropped: spool bounds, or refused.")
@@ -715,5 +701,5 @@ def build_payloads(
         traces=traces.SerializeToString(deterministic=True),
         metrics=metrics.SerializeToString(deterministic=True),
         trace_id=trace_id,
-        run_time=started_ns(report) / 1e9,
+        run_time_ns=started_ns(report),
     )

@@ -77,14 +77,18 @@ class Spool:
         self.directory.mkdir(mode=0o750, parents=True, exist_ok=True)
         if not os.access(self.directory, os.W_OK | os.X_OK):
             raise PermissionError(f"{self.directory}: not writable")
+        if not (self.directory / STATE_FILE).exists():
+            self._save(DropCounts(since=time.time()))  # the counters' start time, kept
 
-    def put(self, kind: str, body: bytes, run_time: float) -> Entry:
-        """Write one payload atomically; its name sorts by run time."""
-        stamp = datetime.fromtimestamp(run_time, timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-        name = f"{stamp}-{kind}-{secrets.token_hex(4)}{SUFFIX}"
+    def put(self, kind: str, body: bytes, run_time_ns: int) -> Entry:
+        """Write one payload atomically; its name sorts by run time (to the microsecond)."""
+        moment = datetime.fromtimestamp(run_time_ns // 10**9, timezone.utc).replace(
+            microsecond=(run_time_ns // 1000) % 10**6
+        )
+        name = f"{moment.strftime('%Y%m%dT%H%M%S.%fZ')}-{kind}-{secrets.token_hex(4)}{SUFFIX}"
         path = self.directory / name
         _write_atomic(path, body)
-        return Entry(path, kind, run_time, len(body))
+        return Entry(path, kind, moment.timestamp(), len(body))
 
     def pending(self) -> list[Entry]:
         """Spooled payloads, oldest first."""
@@ -146,11 +150,15 @@ class Spool:
 
     def add_counts(self, dropped: list[Entry], rejected: int) -> DropCounts:
         counts = self.counts()
-        if not dropped and not rejected and (self.directory / STATE_FILE).exists():
+        if not dropped and not rejected:
             return counts
         counts.payloads += len(dropped)
         counts.bytes += sum(e.size for e in dropped)
         counts.rejected += rejected
+        self._save(counts)
+        return counts
+
+    def _save(self, counts: DropCounts) -> None:
         state = {
             "dropped_payloads": counts.payloads,
             "dropped_bytes": counts.bytes,
@@ -158,7 +166,6 @@ class Spool:
             "since": counts.since,
         }
         _write_atomic(self.directory / STATE_FILE, json.dumps(state, indent=1).encode())
-        return counts
 
     @contextlib.contextmanager
     def locked(self, wait_s: float) -> Iterator[bool]:

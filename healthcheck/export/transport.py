@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import ssl
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -146,6 +147,7 @@ class GrpcSender:
 
 _HTTP_REJECT = {400, 413}
 _HTTP_DOWN = {502, 503, 504}
+_WATCHDOG_GRACE_S = 0.1
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -173,6 +175,22 @@ class HttpSender:
         self.opener = urllib.request.build_opener(*handlers)
 
     def send(self, kind: str, body: bytes, timeout_s: float) -> SendResult:
+        """POST under `timeout_s` in all: a watchdog also bounds what socket timeouts do not
+        (name resolution). A send given up on is reported not sent, so it stays spooled."""
+        outcome: list[SendResult] = []
+        worker = threading.Thread(
+            target=lambda: outcome.append(self._post(kind, body, timeout_s)),
+            name="sitscheck-otlp-http",
+            daemon=True,
+        )
+        worker.start()
+        worker.join(timeout_s + _WATCHDOG_GRACE_S)
+        if outcome:
+            return outcome[0]
+        where = redact_url(self.target.signal_url(kind))
+        return SendResult(Outcome.ENDPOINT_DOWN, f"{where}: no answer within {timeout_s:.1f}s")
+
+    def _post(self, kind: str, body: bytes, timeout_s: float) -> SendResult:
         url = self.target.signal_url(kind)
         request = urllib.request.Request(url, data=body, headers=self.headers, method="POST")
         where = redact_url(url)

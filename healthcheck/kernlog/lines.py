@@ -20,16 +20,23 @@ printk caller id (`caller`):
   whose ``\\x0a``-escaped lines are split and whose ` KEY=value` dictionary lines are dropped.
 
 Where a line carries both a wall-clock (syslog) and a kernel timestamp, `time` is the kernel's
-own (innermost) one; the syslog one is used when it is the only one.
+own (innermost) one; the syslog one is used when it is the only one. A /dev/kmsg record's
+microseconds are given as `dmesg` prints that clock ("512.100200").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-__all__ = ["KernelLine", "iter_kernel_lines", "split_kernel_line"]
+__all__ = [
+    "Anchor",
+    "KernelLine",
+    "iter_candidate_lines",
+    "iter_kernel_lines",
+    "split_kernel_line",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +130,10 @@ def _split_kmsg(line: str) -> KernelLine | None:
     if match is None:
         return None
     caller_match = _KMSG_CALLER.search(match.group(4)) if match.group(4) else None
+    usec = int(match.group(3))
     return KernelLine(
         body=line[match.end() :],
-        time=match.group(3),
+        time=f"{usec // 1_000_000}.{usec % 1_000_000:06d}",  # as dmesg prints the same clock
         seq=int(match.group(2)),
         caller=caller_match.group(1) if caller_match else None,
     )
@@ -234,3 +242,130 @@ def _strip_word_prefix(rest: str, found: _Prefixes) -> str | None:
             found.wall_time = match.group("ts")
             return rest[match.end() :]
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# bulk pre-filter: whole chunks searched with str.find-speed scans instead of per-line tests
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A substring that marks a wanted line, and how many neighbouring lines come with it."""
+
+    needle: bytes
+    before: int = 0
+    after: int = 0
+
+
+def iter_candidate_lines(
+    chunks: Iterable[bytes], anchors: Sequence[Anchor], *, head_lines: int = 0
+) -> Iterator[str]:
+    """The lines of a byte stream (read in chunks of any size) that contain an anchor's needle,
+    plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
+    tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
+
+    Each needle is found with one C-speed scan per chunk, so a large log with few matches costs
+    little more than reading it; chunks are searched in place (anchors without `before` need no
+    copy of them). Only one chunk and the lines kept are held in memory.
+    """
+    scan = _ChunkScan(anchors)
+    scan.owed = head_lines
+    tail = b""
+    for chunk in chunks:
+        first_end = chunk.find(b"\n") + 1
+        if not first_end:
+            tail += chunk
+            continue
+        start = 0
+        if tail:
+            joined = tail + chunk[:first_end]
+            yield from scan.lines(joined, 0, len(joined))
+            start = first_end
+        stop = chunk.rfind(b"\n") + 1
+        if stop > start:
+            yield from scan.lines(chunk, start, stop)
+        tail = chunk[stop:]
+    last = tail + b"\n" if tail else b""
+    yield from scan.lines(last, 0, len(last), final=True)
+
+
+class _ChunkScan:
+    """Scans the whole lines buf[start:stop] of each chunk. The last `before` lines wait for the
+    next chunk (a hit there may want them); `after` lines still owed at the end carry over."""
+
+    def __init__(self, anchors: Sequence[Anchor]) -> None:
+        self.anchors = anchors
+        self.keep = max((anchor.before for anchor in anchors), default=0)
+        self.owed = 0
+        self.held = b""
+        self.held_ranges: list[tuple[int, int]] = []
+
+    def lines(self, buf: bytes, start: int, stop: int, final: bool = False) -> list[str]:
+        base = start
+        if self.held:
+            buf = self.held + buf[start:stop]
+            base, start, stop = len(self.held), 0, len(self.held) + stop - start
+        ranges = self.held_ranges + self._ranges(buf, start, base, stop)
+        cut = stop if final or not self.keep else _back_lines(buf, start, stop, self.keep)
+        out: list[str] = []
+        sent = start
+        carried: list[tuple[int, int]] = []
+        for first, last in sorted(ranges):
+            first = max(first, sent)
+            if last <= first:
+                continue
+            if last > cut:
+                carried.append((max(first, cut) - cut, last - cut))
+            if min(last, cut) > first:
+                out.extend(_decode_lines(buf[first : min(last, cut)]))
+            sent = last
+        self.held = buf[cut:stop]
+        self.held_ranges = carried
+        return out
+
+    def _ranges(self, buf: bytes, floor: int, base: int, stop: int) -> list[tuple[int, int]]:
+        """Byte ranges wanted for hits in buf[base:stop] (windows reach back to `floor`); sets
+        the `after` lines still owed."""
+        ranges: list[tuple[int, int]] = []
+        owed = 0
+        if self.owed:
+            end, done = _skip_lines(buf, base, stop, self.owed)
+            ranges.append((base, end))
+            owed = self.owed - done
+        for anchor in self.anchors:
+            at = buf.find(anchor.needle, base, stop)
+            while at >= 0:
+                line_end = buf.find(b"\n", at, stop) + 1
+                line_start = buf.rfind(b"\n", base, at) + 1 or base
+                first = _back_lines(buf, floor, line_start, anchor.before)
+                last, done = _skip_lines(buf, line_end, stop, anchor.after)
+                ranges.append((first, last))
+                owed = max(owed, anchor.after - done)
+                at = buf.find(anchor.needle, line_end, stop)
+        self.owed = owed
+        return ranges
+
+
+def _decode_lines(block: bytes) -> Iterator[str]:
+    for line in block.split(b"\n")[:-1]:
+        yield line.decode("utf-8", "replace")
+
+
+def _back_lines(buf: bytes, floor: int, line_start: int, count: int) -> int:
+    """Start of the line `count` lines above the one at `line_start`, not before `floor`."""
+    first = line_start
+    for _ in range(count):
+        if first <= floor:
+            return floor
+        first = buf.rfind(b"\n", floor, first - 1) + 1 or floor
+    return first
+
+
+def _skip_lines(buf: bytes, start: int, stop: int, count: int) -> tuple[int, int]:
+    """End of the `count` lines from `start` (fewer before `stop`), and how many there were."""
+    end = start
+    done = 0
+    while done < count and end < stop:
+        end = buf.find(b"\n", end, stop) + 1
+        done += 1
+    return end, done

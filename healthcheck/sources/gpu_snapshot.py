@@ -116,7 +116,10 @@ def collect_snapshot(
     snapshot["pairs"] = _pairs(nvml, handles)
     if busy is not None:
         snapshot["load"] = busy()
-    _each_gpu(gpus, handles, lambda g, h: _sample_window(nvml, g, h, window_s, interval_s))
+    gpm_lock = threading.Lock()  # NVML's GPM calls crash when two GPUs' threads overlap
+    _each_gpu(
+        gpus, handles, lambda g, h: _sample_window(nvml, g, h, window_s, interval_s, gpm_lock)
+    )
     return snapshot
 
 
@@ -308,10 +311,15 @@ def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
 
 
 def _sample_window(
-    nvml: Nvml, gpu: dict[str, Any], handle: Any, window_s: float, interval_s: float
+    nvml: Nvml,
+    gpu: dict[str, Any],
+    handle: Any,
+    window_s: float,
+    interval_s: float,
+    gpm_lock: threading.Lock,
 ) -> None:
     rec = _Recorder(nvml, gpu)
-    gpm = _GpmSampler(rec, handle)
+    gpm = _GpmSampler(rec, handle, gpm_lock)
     samples: list[dict[str, Any]] = []
     started = time.monotonic()
     deadline = started + max(window_s, 0.0)
@@ -360,9 +368,10 @@ class _GpmSampler:
 
     PERIOD_S = 1.0
 
-    def __init__(self, rec: _Recorder, handle: Any) -> None:
+    def __init__(self, rec: _Recorder, handle: Any, lock: threading.Lock) -> None:
         self.rec = rec
         self.handle = handle
+        self.lock = lock
         self.metrics: list[dict[str, Any]] = []
         self.previous: Any = None
         self.taken_at = 0.0
@@ -381,6 +390,10 @@ class _GpmSampler:
             return
         if final and self.previous is not None and time.monotonic() - self.taken_at < 0.2:
             return
+        with self.lock:
+            self._take(final)
+
+    def _take(self, final: bool) -> None:
         lib = self.rec.nvml.lib
         sample = self.rec.read("gpm", "nvmlGpmSampleAlloc")
         got = self.rec.nvml.read("nvmlGpmSampleGet", self.handle, sample) if sample else None

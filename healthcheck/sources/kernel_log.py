@@ -20,9 +20,9 @@ _KMSG_RECORD_MAX = 8192
 LOG_FILES = ("/var/log/kern.log", "/var/log/messages", "/var/log/syslog")
 
 
-def read_kmsg(path: str = KMSG) -> Iterator[str]:
+def read_kmsg(path: str | None = None) -> Iterator[str]:
     """Every record now in the ring buffer, without blocking; raises OSError if unreadable."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(path or KMSG, os.O_RDONLY | os.O_NONBLOCK)
     return _kmsg_records(fd)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import corpus_root
+from corpus_paths import corpus_root
 from sitscheck.smi.dmon import parse_dmon, parse_dmon_result
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import (

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import corpus_root
+from corpus_paths import corpus_root
 from sitscheck.checks.topology.parse import parse_topo
 
 # Names are read at collection time; the files are opened through the `corpus` fixture, which

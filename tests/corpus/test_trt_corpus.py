@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import corpus_root
+from corpus_paths import corpus_root
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 
 # facts.md "trt": the keys every annotated log object carries.

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
-from conftest import corpus_root
-from sitscheck.checks.xid.parse import might_be_xid, parse_xid
-from sitscheck.kernlog.lines import iter_kernel_lines
+from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
+from sitscheck.kernlog.lines import iter_candidate_lines, iter_kernel_lines
+
+
+def _corpus_root() -> Path | None:
+    """The lookup of tests/conftest.py's `corpus` fixture, repeated here: a module imported as
+    `conftest` can be another folder's conftest.py (tests/otel has one), so it is not imported."""
+    env = os.environ.get("SITSCHECK_CORPUS")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
+    return next((path for path in candidates if path.is_dir()), None)
+
 
 # Names are read at collection time; the files are opened through the `corpus` fixture, which
 # skips every case (with its message) when the corpus is absent.
-_ROOT = corpus_root()
+_ROOT = _corpus_root()
 _NAMES = sorted(p.name for p in (_ROOT / "xid").glob("*.txt")) if _ROOT else ["<corpus absent>"]
 
 
@@ -41,6 +51,14 @@ def test_xid_sample_matches_expected_events(corpus: Path, name: str) -> None:
 def test_xid_prefilter_keeps_every_line_the_parser_needs(corpus: Path, name: str) -> None:
     raw = (corpus / "xid" / name).read_text().splitlines()
     assert _facts([line for line in raw if might_be_xid(line)]) == _facts(raw)
+
+
+@pytest.mark.parametrize("name", _NAMES)
+def test_xid_bulk_prefilter_keeps_every_line_the_parser_needs(corpus: Path, name: str) -> None:
+    data = (corpus / "xid" / name).read_bytes()
+    chunks = [data[at : at + 61] for at in range(0, len(data), 61)]
+    kept = list(iter_candidate_lines(chunks, XID_ANCHORS))
+    assert _facts(kept) == _facts(data.decode().splitlines())
 
 
 def test_xid_corpus_is_present_and_paired(corpus: Path) -> None:

@@ -10,7 +10,8 @@ matching `NVMLError`. Handing the same recording to `collect_snapshot` must give
 Fault hooks, for tests:
 
 - `block(function, gpu=None)`: that call (on that GPU, or on any) never returns until
-  `release()`; `block_gpu(gpu)`: every call that touches that GPU blocks.
+  `release()`; `block_gpu(gpu, from_call=N)`: every call that touches that GPU blocks, from
+  its N-th call on (counted as for `lose_gpu`).
 - `lose_gpu(gpu, from_call=N)`: from that GPU's N-th call on (0 is its handle lookup, then
   every call taking its handle), raise `NVML_ERROR_GPU_IS_LOST`.
 - `fail_init(code)`: `nvmlInit` raises `NVMLError(code)`.
@@ -177,7 +178,8 @@ def nvml_bus_id(bus_id: str | None) -> str | None:
 
 @dataclass
 class _Faults:
-    blocked: set[tuple[str | None, int | None]] = field(default_factory=set)
+    blocked: set[tuple[str, int | None]] = field(default_factory=set)
+    gpu_blocked_from: dict[int, int] = field(default_factory=dict)
     lost: dict[int, int] = field(default_factory=dict)
     init_error: int | None = None
 
@@ -234,9 +236,9 @@ class FakePynvml:
         """`function` (on GPU `gpu`, or on every GPU) blocks until `release()`."""
         self._faults.blocked.add((function, gpu))
 
-    def block_gpu(self, gpu: int) -> None:
-        """Every call that touches GPU `gpu` blocks until `release()`."""
-        self._faults.blocked.add((None, gpu))
+    def block_gpu(self, gpu: int, from_call: int = 0) -> None:
+        """Calls touching GPU `gpu`, from its `from_call`-th on, block until `release()`."""
+        self._faults.gpu_blocked_from[gpu] = from_call
 
     def lose_gpu(self, gpu: int, from_call: int = 0) -> None:
         """GPU `gpu` answers GPU_IS_LOST from its `from_call`-th call on (0: handle lookup)."""
@@ -248,6 +250,7 @@ class FakePynvml:
     def release(self) -> None:
         """Let every blocked call return, and block no more."""
         self._faults.blocked.clear()
+        self._faults.gpu_blocked_from.clear()
         self._released.set()
 
     def calls_to(self, function: str, gpu: int | None = None) -> list[Call]:
@@ -270,9 +273,10 @@ class FakePynvml:
             for gpu in gpus:
                 numbers.append((gpu, self._device_calls[gpu]))
                 self._device_calls[gpu] += 1
-            seen = self._counters[(function, *key)]
-            self._counters[(function, *key)] += 1
-        if self._blocks(function, gpus):
+            counter = (function, *key)
+            seen = self._counters[counter]
+            self._counters[counter] += 1
+        if self._blocks(function, numbers):
             self._released.wait()
         for gpu, number in numbers:
             start = self._faults.lost.get(gpu)
@@ -280,13 +284,19 @@ class FakePynvml:
                 raise NVMLError(NVML_ERROR_GPU_IS_LOST)
         return seen
 
-    def _blocks(self, function: str, gpus: tuple[int, ...]) -> bool:
-        blocked = self._faults.blocked
-        if not blocked or self._released.is_set():
+    def _blocks(self, function: str, numbers: list[tuple[int, int]]) -> bool:
+        faults = self._faults
+        if self._released.is_set():
             return False
-        if (function, None) in blocked:
+        if (function, None) in faults.blocked:
             return True
-        return any((function, g) in blocked or (None, g) in blocked for g in gpus)
+        for gpu, number in numbers:
+            if (function, gpu) in faults.blocked:
+                return True
+            start = faults.gpu_blocked_from.get(gpu)
+            if start is not None and number >= start:
+                return True
+        return False
 
     def _gpu(self, handle: Any) -> dict[str, Any]:
         if not isinstance(handle, FakeHandle) or handle.index not in self._gpus:

@@ -91,9 +91,12 @@ def test_block_until_release(fake_nvml: FakePynvml) -> None:
     handle0, handle1 = FakeHandle(0), FakeHandle(1)
     assert fake_nvml.nvmlDeviceGetSerial(handle1)  # another GPU still answers
     done = threading.Event()
-    worker = threading.Thread(
-        target=lambda: (fake_nvml.nvmlDeviceGetSerial(handle0), done.set()), daemon=True
-    )
+
+    def read_blocked() -> None:
+        fake_nvml.nvmlDeviceGetSerial(handle0)
+        done.set()
+
+    worker = threading.Thread(target=read_blocked, daemon=True)
     worker.start()
     assert not done.wait(0.2)
     fake_nvml.release()

@@ -137,8 +137,22 @@ def test_blocking_call_costs_the_deadline_and_is_recorded(fake_nvml: FakePynvml)
     assert nvml.stuck_at == "nvmlDeviceGetSerial(handle)"
 
 
-def test_a_gpu_whose_every_call_hangs_costs_about_one_deadline(fake_nvml: FakePynvml) -> None:
+def test_a_gpu_whose_handle_lookup_hangs_is_marked(fake_nvml: FakePynvml) -> None:
     fake_nvml.block_gpu(1)
+    nvml = started(fake_nvml, deadline_s=0.4)
+    began = time.monotonic()
+    snapshot = collect_snapshot(nvml, window_s=0.2, interval_s=0.1)
+    assert time.monotonic() - began < 0.4 * 3
+
+    hung = snapshot["gpus"][1]
+    assert hung["lost"]["state"] == "timeout"
+    assert "nvmlDeviceGetHandleByIndex(1)" in hung["lost"]["detail"]
+    assert len(fake_nvml.calls_to("nvmlDeviceGetHandleByIndex", gpu=1)) == 1
+    assert fake_nvml.calls_to("nvmlDeviceGetName", gpu=1) == []
+
+
+def test_a_gpu_whose_every_call_hangs_costs_about_one_deadline(fake_nvml: FakePynvml) -> None:
+    fake_nvml.block_gpu(1, from_call=1)  # it hands out its handle, then never answers again
     nvml = started(fake_nvml, deadline_s=0.4)
     began = time.monotonic()
     snapshot = collect_snapshot(nvml, window_s=0.2, interval_s=0.1)
@@ -146,10 +160,9 @@ def test_a_gpu_whose_every_call_hangs_costs_about_one_deadline(fake_nvml: FakePy
 
     assert elapsed < 0.4 * 3, f"{elapsed:.1f}s: each hung call cost its own deadline"
     hung = snapshot["gpus"][1]
-    assert hung["lost"]["state"] == "timeout"
-    assert "nvmlDeviceGetHandleByIndex(1)" in hung["lost"]["detail"]
-    assert len(fake_nvml.calls_to("nvmlDeviceGetHandleByIndex", gpu=1)) == 1
-    assert fake_nvml.calls_to("nvmlDeviceGetName", gpu=1) == []
+    assert hung["unavailable"]["name"] == "timeout"
+    assert "nvmlDeviceGetName(handle)" in hung["failures"]["name"]
+    assert len([c for c in fake_nvml.calls if c.gpu == 1]) <= 3  # not asked again and again
 
 
 # ---- through LiveSources and the driver check ------------------------------------------

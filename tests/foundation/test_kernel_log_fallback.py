@@ -109,7 +109,8 @@ def test_kmsg_path_is_honoured(
 
     def spy(path: str, flags: int, *args: int) -> int:
         opened.append(str(path))
-        return real_open(path, flags, *args)
+        fd: int = real_open(path, flags, *args)
+        return fd
 
     monkeypatch.setattr(kernel_log.os, "open", spy)
     stream = open_live_kernel_log(CommandRunner(path=str(bin_dir)), timeout=5)

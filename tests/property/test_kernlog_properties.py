@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sitscheck.checks.pcie_aer.parse import might_be_aer, parse_aer
-from sitscheck.checks.xid.parse import might_be_xid, parse_xid
-from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
+from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
+from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
+from sitscheck.kernlog.lines import (
+    Anchor,
+    iter_candidate_lines,
+    iter_kernel_lines,
+    split_kernel_line,
+)
 
 # Message bodies as the kernel prints them (no log-tool prefix).
 AER_REPORTS: list[list[str]] = [
@@ -291,3 +296,81 @@ def test_every_prefix_form_splits_back_to_the_body(body: str, form: int, stamp: 
     split = split_kernel_line(_PREFIXES[form](7, stamp) + body)
     assert split is not None
     assert split.body == body
+
+
+# ---------------------------------------------------------------------------------------------
+# the bulk pre-filter
+
+
+def _reference_candidates(data: bytes, anchors: list[Anchor]) -> list[str]:
+    """Line by line: every line with a needle, and its before/after neighbours."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    wanted: set[int] = set()
+    for index, line in enumerate(lines):
+        for anchor in anchors:
+            if anchor.needle in line:
+                wanted.update(range(index - anchor.before, index + anchor.after + 1))
+    return [lines[i].decode("utf-8", "replace") for i in sorted(wanted) if 0 <= i < len(lines)]
+
+
+@settings(max_examples=400)
+@given(
+    lines=st.lists(
+        st.lists(st.sampled_from([b"x", b"AER", b"Xid", b"yy", b"NV", b"RM", b"", b"\xff"])).map(
+            b" ".join
+        ),
+        max_size=40,
+    ),
+    newline_at_end=st.booleans(),
+    windows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), min_size=3, max_size=3),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
+)
+def test_candidate_lines_match_a_line_by_line_reference(
+    lines: list[bytes],
+    newline_at_end: bool,
+    windows: list[tuple[int, int]],
+    cuts: list[int],
+) -> None:
+    data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
+    anchors = [
+        Anchor(needle, before, after)
+        for needle, (before, after) in zip((b"AER", b"Xid", b"NV RM"), windows, strict=True)
+    ]
+    edges = sorted({min(cut, len(data)) for cut in cuts})
+    chunks = [data[a:b] for a, b in zip([0, *edges], [*edges, len(data)], strict=True)]
+    assert list(iter_candidate_lines(chunks, anchors)) == _reference_candidates(data, anchors)
+
+
+@settings(max_examples=150)
+@given(
+    reports=st.lists(st.sampled_from(AER_REPORTS), min_size=1, max_size=4),
+    xids=st.lists(st.sampled_from(XID_BODIES), max_size=10),
+    noise=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=60), st.sampled_from(UNRELATED)), max_size=20
+    ),
+    forms=st.lists(st.integers(min_value=0, max_value=len(_PREFIXES) - 1), min_size=1),
+    size=st.integers(min_value=1, max_value=4096),
+    cut=st.integers(min_value=0, max_value=3),
+)
+def test_bulk_prefilter_finds_what_the_line_prefilters_find(
+    reports: list[list[str]],
+    xids: list[str],
+    noise: list[tuple[int, str]],
+    forms: list[int],
+    size: int,
+    cut: int,
+) -> None:
+    # the first report may have lost its first lines to the start of the log
+    bodies = [line for report in reports for line in report][cut:] + xids
+    for position, line in noise:
+        bodies.insert(min(position, len(bodies)), line)
+    raw = _render(bodies, forms, [1234.5])
+    data = "".join(line + "\n" for line in raw).encode()
+    chunks = [data[at : at + size] for at in range(0, len(data), size)]
+    kept = iter_candidate_lines(chunks, AER_ANCHORS + XID_ANCHORS, head_lines=HEAD_LINES)
+    fast = list(iter_kernel_lines(kept))
+    slow = list(iter_kernel_lines(line for line in raw if might_be_aer(line) or might_be_xid(line)))
+    assert parse_aer(fast) == parse_aer(slow)
+    assert [e.to_fact() for e in parse_xid(fast)] == [e.to_fact() for e in parse_xid(slow)]

@@ -64,7 +64,7 @@ def test_kmsg_records_with_dictionary_lines() -> None:
             "corrected",
             "Physical Layer",
             ["RxErr"],
-            time="512100200",
+            time="512.100200",
         ),
     ]
 
@@ -233,6 +233,39 @@ def test_4x_fatal_with_long_names_and_tlp_header() -> None:
     ]
 
 
+# 3.x (aerdrv_errprint.c): one space before the bit index, "Error of this Agent" trailer.
+AER_3X_MULTIPLE = """
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0: AER: Multiple Corrected error received: id=00e0
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, id=00e0(Receiver ID)
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0:   device [8086:1c10] error status/mask=00000041/00002000
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0:  [ 0] Receiver Error         (First)
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0:  [ 6] Bad TLP
+Jan 11 09:20:14 node7 kernel: pcieport 0000:00:1c.0:   Error of this Agent(00e0) is reported first
+"""
+
+
+def test_3x_bit_lines_with_one_space() -> None:
+    raw = AER_3X_MULTIPLE.strip().splitlines()
+    expected = [
+        event(
+            "0000:00:1c.0",
+            "0000:00:1c.0",
+            "8086:1c10",
+            "corrected",
+            "Physical Layer",
+            ["RxErr", "BadTLP"],
+            multiple=True,
+            time="Jan 11 09:20:14",
+        ),
+    ]
+    assert facts(AER_3X_MULTIPLE) == expected
+    kept = [line for line in raw if might_be_aer(line)]
+    assert [e.to_fact() for e in parse_aer(iter_kernel_lines(kept))] == expected
+    # without the status word the bit lines alone name the errors
+    without_status = "\n".join(line for line in raw if "status/mask" not in line)
+    assert facts(without_status)[0]["errors"] == ["RxErr", "BadTLP"]
+
+
 # 5.x: the header's "can't find device of ID" note belongs to it (ID0018 is 00:03.0).
 CANT_FIND_AFTER_HEADER = """
 [16064.882605] pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0
@@ -380,6 +413,7 @@ def test_prefilter_keeps_every_needed_line(text: str) -> None:
         ("[ 58.2] pcieport 0000:00:00.0: [14] CmpltTO", True),
         ("Sep 19 host kernel: [ 1.2] x 0000:00:00.0: [ 0] RxErr", True),
         ("pcieport 0000:00:00.0: [0] RxErr", True),
+        ("pcieport 0000:00:1c.0:  [ 0] Receiver Error", True),
         ("{1}[Hardware Error]:   section_type: PCIe error", True),
         ("pcieport 0000:00:1c.6: can't find device of ID00e6", True),
         ("Sep 19 16:18:02 host kernel: [68183.615790] usb 1-4: new device", False),

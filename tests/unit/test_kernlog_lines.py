@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
+from sitscheck.kernlog.lines import (
+    Anchor,
+    KernelLine,
+    iter_candidate_lines,
+    iter_kernel_lines,
+    split_kernel_line,
+)
 
 MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
 
@@ -64,10 +70,10 @@ def test_every_prefix_form_gives_the_same_body(
 
 def test_kmsg_record_gives_seq_time_and_caller() -> None:
     assert split_kernel_line(f"4,2871,512100200,-;{MSG}") == KernelLine(
-        body=MSG, time="512100200", seq=2871
+        body=MSG, time="512.100200", seq=2871
     )
     assert split_kernel_line(f"3,2872,512100215,c,caller=T12;{MSG}") == KernelLine(
-        body=MSG, time="512100215", seq=2872, caller="T12"
+        body=MSG, time="512.100215", seq=2872, caller="T12"
     )
 
 
@@ -92,7 +98,7 @@ def test_kmsg_escaped_newlines_become_separate_lines_of_one_record() -> None:
         "NVRM: (PCI ID: 10de:26b5) installed in this system has",
         "NVRM: fallen off the bus and is not responding to commands.",
     ]
-    assert {(line.seq, line.time) for line in lines} == {(9041, "1843308145")}
+    assert {(line.seq, line.time) for line in lines} == {(9041, "1843.308145")}
 
 
 def test_dmesg_continuation_lines_lose_their_indent() -> None:
@@ -150,3 +156,56 @@ def test_iter_is_lazy() -> None:
     stream = iter_kernel_lines(endless())
     assert next(stream).body == "line 1"
     assert next(stream).time == "2.000000"
+
+
+# ---------------------------------------------------------------------------------------------
+# iter_candidate_lines: the bulk pre-filter
+
+
+def _chunked(data: bytes, size: int) -> list[bytes]:
+    return [data[at : at + size] for at in range(0, len(data), size)]
+
+
+LOG = b"".join(
+    f"[{n:6d}.000000] {text}\n".encode()
+    for n, text in enumerate(
+        [
+            "usb 1-4: new device",  # 0
+            "NVRM: The NVIDIA GPU 0000:b3:00.0",  # 1
+            "NVRM: (PCI ID: 10de:26b5) installed in this system has",  # 2
+            "NVRM: fallen off the bus and is not responding to commands.",  # 3
+            "eth0: link up",  # 4
+            "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",  # 5
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer",  # 6
+            "pcieport 0000:00:03.0:   device [8086:6f08] error status/mask=00001000/00002000",  # 7
+            "pcieport 0000:00:03.0:    [12] Timeout",  # 8
+            "systemd-journald[812]: rotating",  # 9
+            "ахалай-махалай: ünïcödé",  # 10
+        ]
+    )
+)
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 1 << 20])
+def test_candidate_lines_keep_hits_and_their_windows_across_any_chunking(size: int) -> None:
+    anchors = [Anchor(b"AER:", after=3), Anchor(b"fallen off the bus", before=2)]
+    got = list(iter_candidate_lines(_chunked(LOG, size), anchors))
+    lines = LOG.decode().splitlines()
+    assert got == [lines[i] for i in (1, 2, 3, 5, 6, 7, 8)]
+
+
+def test_candidate_lines_overlapping_windows_give_each_line_once() -> None:
+    anchors = [Anchor(b"0000:00:03.0", before=1, after=1), Anchor(b"Timeout", after=5)]
+    got = list(iter_candidate_lines([LOG], anchors))
+    lines = LOG.decode().splitlines()
+    assert got == lines[4:11]
+
+
+def test_candidate_lines_last_line_without_newline_and_invalid_utf8() -> None:
+    data = b"a AER: x\n\xff\xfe AER: y"
+    assert list(iter_candidate_lines(_chunked(data, 3), [Anchor(b"AER:")])) == [
+        "a AER: x",
+        "\ufffd\ufffd AER: y",
+    ]
+    assert list(iter_candidate_lines([], [Anchor(b"AER:")])) == []
+    assert list(iter_candidate_lines([b"no match\n"], [Anchor(b"AER:", before=3)])) == []

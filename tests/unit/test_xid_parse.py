@@ -120,7 +120,7 @@ def test_multiline_fallen_off_message_from_kmsg_record() -> None:
         "NVRM: fallen off the bus and is not responding to commands.\\x0a"
     )
     (only,) = parse_xid(iter_kernel_lines([raw]))
-    assert (only.device, only.xid, only.time) == ("0000:b3:00.0", None, "1843308145")
+    assert (only.device, only.xid, only.time) == ("0000:b3:00.0", None, "1843.308145")
     assert only.message == (
         "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has "
         "fallen off the bus and is not responding to commands."
@@ -253,7 +253,7 @@ def test_kmsg_xid_keeps_seq_time_and_process_in_parentheses() -> None:
         "sxid": None,
         "pid": 619,
         "process": "(udev-worker)",
-        "time": "30709123456",
+        "time": "30709.123456",
         "message": "channel 0x00000001, errorString CTX SWITCH TIMEOUT, Info 0x4000",
     }
 

@@ -1,0 +1,35 @@
+"""The `memory_errors` check: GPU views (ECC, row remapping, retired pages) → judge."""
+
+from __future__ import annotations
+
+from sitscheck import gpu_view
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.config import RunConfig
+from sitscheck.models import Layer
+from sitscheck.sources.base import Sources
+
+from .judge import judge
+
+
+class MemoryErrorsCheck:
+    name = "memory_errors"
+    summary = "ECC errors, row remapping (pending, failed) and retired pages per GPU"
+    layer = Layer.HARDWARE
+    needs_gpu = True
+    metrics = (
+        MetricSpec("hw.errors", "{error}", "ECC errors (error.type, ecc.scope)"),
+        MetricSpec("sitscheck.gpu.memory.remapped_rows", "{row}", "rows remapped, by kind"),
+        MetricSpec("sitscheck.gpu.memory.remap_pending", "1", "1 when a remap awaits a reset"),
+        MetricSpec("sitscheck.gpu.memory.remap_failure", "1", "1 when a remap failed"),
+        MetricSpec("sitscheck.gpu.memory.retired_pages", "{page}", "retired pages, by cause"),
+    )
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        driver = sources.driver()
+        return None if driver.state == "present" else driver.detail
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        fleet = gpu_view.load(ctx.sources)
+        if isinstance(fleet, str):
+            return CheckOutput(error=fleet)
+        return judge(fleet)

@@ -1,0 +1,32 @@
+"""The `nvlink` check: GPU views (per-link state and error counters) → judge."""
+
+from __future__ import annotations
+
+from sitscheck import gpu_view
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.config import RunConfig
+from sitscheck.models import Layer
+from sitscheck.sources.base import Sources
+
+from .judge import judge
+
+
+class NvlinkCheck:
+    name = "nvlink"
+    summary = "every NVLink active; replay/recovery/CRC counters not growing"
+    layer = Layer.HARDWARE
+    needs_gpu = True
+    metrics = (
+        MetricSpec("sitscheck.nvlink.links", "{link}", "NVLinks by state (active, inactive)"),
+        MetricSpec("hw.errors", "{error}", "NVLink error counter totals (error.type)"),
+    )
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        driver = sources.driver()
+        return None if driver.state == "present" else driver.detail
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        fleet = gpu_view.load(ctx.sources)
+        if isinstance(fleet, str):
+            return CheckOutput(error=fleet)
+        return judge(fleet)

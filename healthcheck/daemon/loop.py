@@ -1,0 +1,218 @@
+"""`sitscheck daemon --interval N`: the same run as the timer's, every N seconds, as a service.
+
+systemd `Type=notify`: `READY=1` once started, `STATUS=` after each run, `WATCHDOG=1` pings
+at half of `WatchdogSec`, `STOPPING=1` on SIGTERM/SIGINT (the run in progress finishes
+first; runs are bounded by their deadlines). Messages go to the `NOTIFY_SOCKET` datagram
+socket (a path, or `@name` in the abstract namespace) with the standard library only.
+
+Watchdog semantics: pings go on between runs and during a run up to `run_budget_s`; a run
+that hangs longer stops the pings, and systemd kills and restarts the service after
+`WatchdogSec` — what the watchdog is for. Set `WatchdogSec` above the ping interval (any
+value; pings are sent at half of it) and `run_budget_s` to the run's deadline plus sampling.
+
+A run that raises is logged and reported in `STATUS=`; the loop goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from types import FrameType
+
+from ..models import Report
+
+log = logging.getLogger("sitscheck.daemon")
+
+_STATUS_MAX = 200
+
+
+class Notifier:
+    """sd_notify(3) over `NOTIFY_SOCKET`; every method is a no-op without one."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.address = _socket_address(env.get("NOTIFY_SOCKET", ""))
+        self.watchdog_s = _watchdog_seconds(env)
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._failed = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.address is not None
+
+    def send(self, *fields: str) -> bool:
+        if self.address is None or self._failed:
+            return False
+        payload = "\n".join(fields).encode("utf-8", "replace")
+        with self._lock:
+            try:
+                if self._sock is None:
+                    self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                    self._sock.connect(self.address)
+                self._sock.sendall(payload)
+            except OSError as exc:
+                log.warning("sd_notify to %r failed: %s", self.address, exc)
+                self._failed = True
+                self.close_socket()
+                return False
+        return True
+
+    def ready(self, status: str) -> bool:
+        return self.send("READY=1", f"STATUS={_status_text(status)}", f"MAINPID={os.getpid()}")
+
+    def status(self, status: str) -> bool:
+        return self.send(f"STATUS={_status_text(status)}")
+
+    def watchdog(self) -> bool:
+        return self.watchdog_s is not None and self.send("WATCHDOG=1")
+
+    def stopping(self, status: str = "stopping") -> bool:
+        return self.send("STOPPING=1", f"STATUS={_status_text(status)}")
+
+    def close_socket(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+
+
+def _socket_address(value: str) -> str | None:
+    if value.startswith("@"):
+        return "\0" + value[1:]
+    if value.startswith("/"):
+        return value
+    return None  # unset, or a kind of address this implementation does not speak (vsock)
+
+
+def _watchdog_seconds(env: Mapping[str, str]) -> float | None:
+    usec = env.get("WATCHDOG_USEC", "")
+    if not usec.isdigit() or int(usec) == 0:
+        return None
+    pid = env.get("WATCHDOG_PID", "")
+    if pid and pid != str(os.getpid()):
+        return None  # meant for another process
+    return int(usec) / 1_000_000
+
+
+def _status_text(text: str) -> str:
+    one_line = " ".join(text.split())
+    return one_line[:_STATUS_MAX]
+
+
+class _Pinger:
+    """Pings the watchdog from a thread while a run is within its budget."""
+
+    def __init__(self, notifier: Notifier, interval_s: float, budget_s: float | None) -> None:
+        self.notifier = notifier
+        self.interval_s = interval_s
+        self.budget_s = budget_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sitscheck-watchdog", daemon=True)
+
+    def __enter__(self) -> _Pinger:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(self.interval_s):
+            if self.budget_s is not None and time.monotonic() - started > self.budget_s:
+                log.warning("run past its %.0fs budget: watchdog pings stopped", self.budget_s)
+                return
+            self.notifier.watchdog()
+
+
+def serve(
+    run_once: Callable[[], Report],
+    interval_s: float,
+    *,
+    run_budget_s: float | None = 120.0,
+    notifier: Notifier | None = None,
+    stop: threading.Event | None = None,
+    handle_signals: bool = True,
+    max_runs: int | None = None,
+) -> int:
+    """Run `run_once` every `interval_s` seconds until SIGTERM/SIGINT (or `stop` is set, or
+    `max_runs` runs); returns the exit status of the service (0)."""
+    if interval_s <= 0:
+        raise ValueError("interval must be positive")
+    notify = notifier or Notifier()
+    halt = stop or threading.Event()
+    restore = _install_signals(halt) if handle_signals else None
+    ping_every = notify.watchdog_s / 2 if notify.watchdog_s else None
+    try:
+        notify.ready(f"started; a run every {interval_s:g}s")
+        runs = 0
+        while not halt.is_set():
+            started = time.monotonic()
+            notify.status(f"running (run {runs + 1})")
+            _one_run(run_once, notify, ping_every, run_budget_s)
+            runs += 1
+            if max_runs is not None and runs >= max_runs:
+                break
+            _wait(halt, started + interval_s, notify, ping_every)
+        notify.stopping()
+        return 0
+    finally:
+        if restore is not None:
+            restore()
+        notify.close_socket()
+
+
+def _one_run(
+    run_once: Callable[[], Report],
+    notify: Notifier,
+    ping_every: float | None,
+    budget_s: float | None,
+) -> None:
+    at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        if ping_every is not None:
+            with _Pinger(notify, ping_every, budget_s):
+                report = run_once()
+        else:
+            report = run_once()
+    except Exception as exc:  # one failed run must not end the service
+        log.exception("sitscheck run failed")
+        notify.status(f"last run {at} failed: {type(exc).__name__}: {exc}")
+        return
+    notify.status(f"last run {at}: {report.headline}")
+
+
+def _wait(halt: threading.Event, until: float, notify: Notifier, ping_every: float | None) -> None:
+    notify.watchdog()
+    while not halt.is_set():
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        halt.wait(min(left, ping_every) if ping_every else left)
+        notify.watchdog()
+
+
+def _install_signals(halt: threading.Event) -> Callable[[], None] | None:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping after the run in progress", signum)
+        halt.set()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore

@@ -1,0 +1,271 @@
+"""Export a run's report over OTLP (traces and metrics), with an on-disk spool for outages.
+
+`export_report` is the whole job, synchronous and bounded by `timeout_s`:
+1. build the run's two payloads (`payload.py`: an `ExportTraceServiceRequest` and an
+   `ExportMetricsServiceRequest`, serialised once);
+2. write them to the spool (`spool.py`, `STATE_DIR/spool`) before sending anything;
+3. holding the spool's lock, drop what is past the age limit, then send every spooled
+   payload oldest first (earlier runs' first), each under the per-request timeout and what
+   is left of `timeout_s` (`transport.py`); a payload is deleted once the receiver
+   acknowledged it; an endpoint that is down or slow stops the sending, a kind it refuses
+   stops that kind;
+4. trim the spool to its count and byte limits and count what was dropped.
+
+No SDK providers, exporters or background threads: nothing is left to flush or shut down
+when this returns, and the process can exit at once. It never raises: problems come back in
+`ExportResult.errors` (header values never appear there). OpenTelemetry and grpc are
+imported only inside `export_report`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config import OtlpSettings
+from ..errors import ConfigError
+from ..models import Report
+from .settings import Target, redact_url, resolve_settings, target, timeout_s
+from .spool import Entry, Spool, SpoolLimits
+
+if TYPE_CHECKING:
+    from .transport import Sender
+
+__all__ = ["ExportResult", "export_report", "resolve_settings"]
+
+SPOOL_DIR = "spool"
+_MIN_ATTEMPT_S = 0.05
+_LOCK_WAIT_S = 1.0
+
+
+@dataclass
+class ExportResult:
+    """What an export did; `errors` are messages for the operator, without secrets."""
+
+    enabled: bool
+    endpoint: str | None = None  # user:password removed
+    protocol: str | None = None
+    trace_id: str | None = None  # hex, of this run's trace
+    delivered: list[str] = field(default_factory=list)  # payloads acknowledged by this call
+    delivered_earlier: int = 0  # of which earlier runs' payloads, from the spool
+    current_delivered: bool = False  # both of this run's payloads acknowledged
+    pending: int = 0  # payloads left in the spool for the next run
+    dropped: int = 0  # dropped by the spool's bounds during this call
+    rejected: int = 0  # refused for good by the receiver during this call (and dropped)
+    lost: int = 0  # this run's payloads neither delivered nor spooled (spool unusable)
+    dropped_total: int = 0  # cumulative, from the spool's state file
+    rejected_total: int = 0  # cumulative
+    rejected_items: int = 0  # spans or data points refused in partial successes
+    spool_dir: str | None = None
+    duration_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for a log."""
+        if not self.enabled:
+            return "otlp: off"
+        state = "this run delivered" if self.current_delivered else "this run not delivered"
+        line = (
+            f"otlp {self.protocol} {self.endpoint}: {state}, {len(self.delivered)} payload(s) "
+            f"delivered ({self.delivered_earlier} from the spool), {self.pending} pending"
+        )
+        if self.dropped or self.rejected or self.lost:
+            line += f", {self.dropped} dropped, {self.rejected} rejected, {self.lost} lost"
+        if self.errors:
+            line += " — " + "; ".join(self.errors)
+        return line
+
+
+def export_report(
+    report: Report, settings: OtlpSettings, state_dir: Path, timeout_s: float
+) -> ExportResult:
+    """Send this run's trace and metrics (and what earlier runs left spooled) within `timeout_s`.
+
+    `settings` as `resolve_settings` returns them; no endpoint: nothing is done. The spool is
+    `state_dir/spool`.
+    """
+    began = time.monotonic()
+    if not settings.endpoint:
+        return ExportResult(enabled=False)
+    result = ExportResult(
+        enabled=True,
+        endpoint=redact_url(settings.endpoint),
+        protocol=settings.protocol,
+        spool_dir=str(state_dir / SPOOL_DIR),
+    )
+    try:
+        result.protocol = target(settings).protocol
+        _export(report, settings, state_dir, began + max(timeout_s, 0.0), result)
+    except ConfigError as exc:
+        result.errors.append(str(exc))
+    except Exception as exc:  # an export must never cost the run its report or exit code
+        result.errors.append(f"internal error: {type(exc).__name__}: {exc}")
+    from .transport import scrub
+
+    result.errors = [scrub(message, settings.headers.values()) for message in result.errors]
+    result.duration_s = round(time.monotonic() - began, 3)
+    return result
+
+
+@dataclass
+class _Item:
+    kind: str
+    current: bool  # this run's payload
+    entry: Entry | None = None  # spooled
+    body: bytes = b""  # in memory, when the spool is unusable
+    delivered: bool = False
+
+
+def _export(
+    report: Report, settings: OtlpSettings, state_dir: Path, deadline: float, result: ExportResult
+) -> None:
+    from .payload import Extras, build_payloads, detect_host, resource_attributes
+
+    where = target(settings)
+    limits = SpoolLimits(
+        settings.spool_max_files, settings.spool_max_bytes, settings.spool_max_age_s
+    )
+    spool: Spool | None = None
+    counts = None
+    try:
+        opened = Spool(state_dir / SPOOL_DIR, limits)
+        opened.open()
+        counts = opened.counts()
+        spool = opened
+    except OSError as exc:
+        result.errors.append(f"spool {result.spool_dir} unusable: {exc.strerror or exc}")
+    payloads = build_payloads(
+        report,
+        resource_attributes(
+            report, detect_host(report), settings.service_name, settings.resource_attributes
+        ),
+        Extras(
+            dropped_payloads=counts.payloads if counts else 0,
+            rejected_payloads=counts.rejected if counts else 0,
+            dropped_since_ns=int(counts.since * 1e9) if counts else 0,
+            counter_start_ns=_boot_ns() if report.mode == "live" else 0,
+        ),
+    )
+    result.trace_id = payloads.trace_id.hex()
+    bodies = {"traces": payloads.traces, "metrics": payloads.metrics}
+    current = [_Item(kind, True) for kind in bodies]
+    if spool is not None:
+        try:
+            for item in current:
+                item.entry = spool.put(item.kind, bodies[item.kind], payloads.run_time_ns)
+        except OSError as exc:
+            result.errors.append(f"spool {result.spool_dir} not writable: {exc.strerror or exc}")
+            for item in current:
+                if item.entry is not None:
+                    spool.remove(item.entry)
+                    item.entry = None
+            spool = None
+    if spool is None:  # send from memory: what does not get through is lost
+        for item in current:
+            item.body = bodies[item.kind]
+        _send(current, None, settings, where, deadline, result)
+        result.lost = sum(1 for item in current if not item.delivered)
+        result.current_delivered = result.lost == 0
+        return
+
+    wait = min(_LOCK_WAIT_S, max(deadline - time.monotonic(), 0.0) / 4)
+    with spool.locked(wait) as held:
+        if held:
+            expired = spool.expire(time.time())
+            names = {item.entry.name for item in current if item.entry is not None}
+            queue = [_Item(e.kind, e.name in names, e) for e in spool.pending()]
+            _send(queue, spool, settings, where, deadline, result)
+            result.current_delivered = sum(i.delivered for i in queue if i.current) == 2
+            trimmed = spool.trim()
+            counts = spool.add_counts(expired + trimmed, result.rejected)
+            result.dropped = len(expired) + len(trimmed)
+        else:
+            result.errors.append("another sitscheck run holds the spool: nothing sent")
+            counts = spool.counts()
+    result.dropped_total = counts.payloads
+    result.rejected_total = counts.rejected
+    result.pending = len(spool.pending())
+    if result.dropped:
+        result.errors.append(f"spool bounds dropped {result.dropped} payload(s)")
+
+
+def _send(
+    queue: list[_Item],
+    spool: Spool | None,
+    settings: OtlpSettings,
+    where: Target,
+    deadline: float,
+    result: ExportResult,
+) -> None:
+    """Send in order until out of time or the endpoint fails; a refused kind is skipped."""
+    from .transport import open_sender
+
+    try:
+        sender = open_sender(where, settings)
+    except OSError as exc:
+        result.errors.append(f"otlp TLS files unreadable: {exc.strerror or exc}")
+        return
+    try:
+        _drain(queue, spool, sender, timeout_s(settings), deadline, result)
+    finally:
+        sender.close()
+
+
+def _drain(
+    queue: list[_Item],
+    spool: Spool | None,
+    sender: Sender,
+    per_request_s: float,
+    deadline: float,
+    result: ExportResult,
+) -> None:
+    from .transport import Outcome
+
+    blocked: set[str] = set()
+    for item in queue:
+        if item.kind in blocked:
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining < _MIN_ATTEMPT_S:
+            result.errors.append("out of time: the rest stays spooled")
+            return
+        body = item.body
+        if spool is not None and item.entry is not None:
+            try:
+                body = spool.read(item.entry)
+            except OSError:
+                continue
+        sent = sender.send(item.kind, body, min(per_request_s, remaining))
+        name = item.entry.name if item.entry is not None else f"{item.kind} of this run"
+        if sent.outcome is Outcome.DELIVERED:
+            item.delivered = True
+            result.delivered.append(name)
+            result.delivered_earlier += not item.current
+            result.rejected_items += sent.rejected_items
+            if sent.rejected_items or sent.detail:
+                result.errors.append(
+                    f"{name}: the receiver refused {sent.rejected_items} item(s): {sent.detail}"
+                )
+        elif sent.outcome is Outcome.REJECTED:
+            result.rejected += 1
+            result.errors.append(f"{name} refused for good, dropped: {sent.detail}")
+        else:
+            result.errors.append(f"{item.kind} not sent: {sent.detail}")
+            if sent.outcome is Outcome.ENDPOINT_DOWN:
+                return
+            blocked.add(item.kind)
+            continue
+        if spool is not None and item.entry is not None:
+            spool.remove(item.entry)
+
+
+def _boot_ns() -> int:
+    """Start of cumulative hardware counters (ECC, energy): the boot; 0 where unknown."""
+    try:
+        import psutil
+
+        return int(psutil.boot_time() * 1e9)
+    except Exception:
+        return 0

@@ -1,0 +1,168 @@
+"""The long-running mode: sd_notify over a real datagram socket, watchdog pings, stopping."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sitscheck.daemon.loop import Notifier, serve
+from sitscheck.models import Report, Status
+
+
+def a_report(headline: str = "OK — 3 of 3 checks ran") -> Report:
+    return Report(
+        sitscheck_version="0.1.0",
+        host="node",
+        started_at="2026-11-30T12:00:00+00:00",
+        duration_s=0.1,
+        status=Status.OK,
+        headline=headline,
+        mode="live",
+        checks=[],
+    )
+
+
+@pytest.fixture
+def notify_socket(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:
+    path = str(tmp_path / "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(0.0)
+    yield sock, path
+    sock.close()
+
+
+def received(sock: socket.socket) -> list[str]:
+    messages = []
+    while True:
+        try:
+            messages.append(sock.recv(4096).decode())
+        except BlockingIOError:
+            return messages
+
+
+def test_ready_status_and_stopping_reach_the_socket(
+    notify_socket: tuple[socket.socket, str],
+) -> None:
+    sock, path = notify_socket
+    runs: list[int] = []
+
+    def run_once() -> Report:
+        runs.append(1)
+        return a_report(f"OK — run {len(runs)}")
+
+    notifier = Notifier({"NOTIFY_SOCKET": path})
+    code = serve(run_once, 0.01, notifier=notifier, handle_signals=False, max_runs=2)
+    assert code == 0 and len(runs) == 2
+    messages = received(sock)
+    assert messages[0].startswith("READY=1\nSTATUS=started")
+    assert f"MAINPID={os.getpid()}" in messages[0]
+    assert "STATUS=last run" in "\n".join(messages) and "OK — run 2" in "\n".join(messages)
+    assert messages[-1].startswith("STOPPING=1")
+    assert not any("WATCHDOG=1" in m for m in messages)  # no WATCHDOG_USEC: no pings
+
+
+def test_watchdog_pings_during_a_run_and_between_runs(
+    notify_socket: tuple[socket.socket, str],
+) -> None:
+    sock, path = notify_socket
+    env = {"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000", "WATCHDOG_PID": str(os.getpid())}
+    notifier = Notifier(env)
+    assert notifier.watchdog_s == 0.1
+
+    def slow_run() -> Report:
+        time.sleep(0.35)  # several ping intervals (0.05s) inside the run
+        return a_report()
+
+    serve(slow_run, 0.01, notifier=notifier, handle_signals=False, max_runs=1)
+    pings = [m for m in received(sock) if m == "WATCHDOG=1"]
+    assert len(pings) >= 4
+
+
+def test_a_run_past_its_budget_stops_the_pings(notify_socket: tuple[socket.socket, str]) -> None:
+    sock, path = notify_socket
+    notifier = Notifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000"})
+
+    def hung_run() -> Report:
+        time.sleep(0.6)
+        return a_report()
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=serve,
+        args=(hung_run, 60.0),
+        kwargs={"notifier": notifier, "handle_signals": False, "run_budget_s": 0.15, "stop": stop},
+    )
+    thread.start()
+    time.sleep(0.3)
+    early = [m for m in received(sock) if m == "WATCHDOG=1"]  # within the budget: pinged
+    time.sleep(0.25)  # past the budget, the run still going: no pings
+    late = [m for m in received(sock) if m == "WATCHDOG=1"]
+    stop.set()
+    thread.join(timeout=5)
+    assert early and late == []
+
+
+def test_watchdog_for_another_pid_is_ignored() -> None:
+    assert Notifier({"WATCHDOG_USEC": "1000000", "WATCHDOG_PID": "1"}).watchdog_s is None
+
+
+def test_abstract_socket_address() -> None:
+    name = f"sitscheck-test-{os.getpid()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    try:
+        assert Notifier({"NOTIFY_SOCKET": "@" + name}).send("READY=1")
+        assert sock.recv(100) == b"READY=1"
+    finally:
+        sock.close()
+
+
+def test_without_notify_socket_everything_is_a_no_op() -> None:
+    notifier = Notifier({})
+    assert not notifier.enabled and not notifier.ready("x") and not notifier.watchdog()
+
+
+def test_a_failing_run_is_reported_and_the_loop_goes_on(
+    notify_socket: tuple[socket.socket, str],
+) -> None:
+    sock, path = notify_socket
+    calls: list[int] = []
+
+    def flaky() -> Report:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("NVML went away")
+        return a_report()
+
+    serve(flaky, 0.01, notifier=Notifier({"NOTIFY_SOCKET": path}), handle_signals=False, max_runs=2)
+    text = "\n".join(received(sock))
+    assert len(calls) == 2
+    assert "failed: RuntimeError: NVML went away" in text
+
+
+def test_sigterm_stops_after_the_run_in_progress(notify_socket: tuple[socket.socket, str]) -> None:
+    sock, path = notify_socket
+    calls: list[int] = []
+
+    def run_then_term() -> Report:
+        calls.append(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return a_report()
+
+    before = signal.getsignal(signal.SIGTERM)
+    code = serve(run_then_term, 3600.0, notifier=Notifier({"NOTIFY_SOCKET": path}))
+    assert code == 0 and calls == [1]
+    assert received(sock)[-1].startswith("STOPPING=1")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_interval_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        serve(a_report, 0, handle_signals=False)
