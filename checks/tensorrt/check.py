@@ -151,6 +151,9 @@ class TensorrtCheck:
         sources = ctx.sources
         if sources.mode != "live":
             return ProbeOutcome(False, REPLAY_PROBE)
+        missing = tensorrt_missing()
+        if missing is not None:
+            return ProbeOutcome(False, missing)
         driver = sources.driver()
         if driver.state != "present":
             return ProbeOutcome(False, f"no NVIDIA driver to build on: {driver.detail}")

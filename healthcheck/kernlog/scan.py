@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checks.pcie_aer.parse import AerEvent, might_be_aer, parse_aer
-from ..checks.xid.parse import XidEvent, might_be_xid, parse_xid
+from ..checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, AerEvent, might_be_aer, parse_aer
+from ..checks.xid.parse import XID_ANCHORS, XidEvent, might_be_xid, parse_xid
 from ..sources.base import Sources
-from .lines import KernelLine, iter_kernel_lines
-from .prefilter import LineCounter, candidate_lines
+from .lines import KernelLine, iter_candidate_lines, iter_kernel_lines
+
+CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,34 @@ class _Counter:
 
 
 def scan_file(path: Path) -> tuple[int, list[AerEvent], list[XidEvent]]:
-    """The same as `scan_lines` over a file, with the chunked needle prefilter."""
-    counter = LineCounter()
-    wanted = (
-        raw for raw in candidate_lines(path, counter) if might_be_aer(raw) or might_be_xid(raw)
-    )
-    candidates = list(iter_kernel_lines(wanted))
+    """The same as `scan_lines` over a file: its chunks are searched for the parsers' anchors
+    in C (`iter_candidate_lines`), so only lines near a match reach Python."""
+    counter = _ChunkCounter()
+    with path.open("rb") as handle:
+        found = iter_candidate_lines(
+            counter.count(iter(lambda: handle.read(CHUNK_BYTES), b"")),
+            AER_ANCHORS + XID_ANCHORS,
+            head_lines=HEAD_LINES,
+        )
+        wanted = (raw for raw in found if might_be_aer(raw) or might_be_xid(raw))
+        candidates = list(iter_kernel_lines(wanted))
     return counter.lines, parse_aer(candidates), parse_xid(candidates)
+
+
+class _ChunkCounter:
+    def __init__(self) -> None:
+        self.newlines = 0
+        self.unterminated = False
+
+    @property
+    def lines(self) -> int:
+        return self.newlines + (1 if self.unterminated else 0)
+
+    def count(self, chunks: Iterable[bytes]) -> Iterable[bytes]:
+        for chunk in chunks:
+            self.newlines += chunk.count(b"\n")
+            self.unterminated = not chunk.endswith(b"\n")
+            yield chunk
 
 
 def kernel_events(sources: Sources) -> KernelEvents:

@@ -141,12 +141,19 @@ def test_schema_rejects_a_bad_report(validator: jsonschema.protocols.Validator) 
 # ---- replaying bundles -------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def driver_replay(
+    bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> subprocess.CompletedProcess[str]:
+    """`run --from BUNDLE --check driver -o json`, run once for the tests that read it."""
+    cwd = tmp_path_factory.mktemp("driver-replay")
+    return sitscheck("run", "--from", str(bundle_dir), "--check", "driver", "-o", "json", cwd=cwd)
+
+
 def test_recorded_bundle_replays_ok_as_valid_json(
-    tmp_path: Path, bundle_dir: Path, validator: jsonschema.protocols.Validator
+    driver_replay: subprocess.CompletedProcess[str], validator: jsonschema.protocols.Validator
 ) -> None:
-    done = sitscheck(
-        "run", "--from", str(bundle_dir), "--check", "driver", "-o", "json", cwd=tmp_path
-    )
+    done = driver_replay
     assert done.returncode == 0, done.stdout + done.stderr
     report = report_of(done)
     validator.validate(report)
@@ -245,7 +252,12 @@ def comparable(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("layout", ["folder", "flat"])
-def test_tarball_replays_like_the_directory(tmp_path: Path, bundle_dir: Path, layout: str) -> None:
+def test_tarball_replays_like_the_directory(
+    tmp_path: Path,
+    bundle_dir: Path,
+    layout: str,
+    driver_replay: subprocess.CompletedProcess[str],
+) -> None:
     archive = tmp_path / "bundle.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         if layout == "folder":
@@ -253,9 +265,7 @@ def test_tarball_replays_like_the_directory(tmp_path: Path, bundle_dir: Path, la
         else:
             for child in sorted(bundle_dir.iterdir()):
                 tar.add(child, arcname=child.name)
-    from_dir = sitscheck(
-        "run", "--from", str(bundle_dir), "--check", "driver", "-o", "json", cwd=tmp_path
-    )
+    from_dir = driver_replay
     from_tar = sitscheck(
         "run", "--from", str(archive), "--check", "driver", "-o", "json", cwd=tmp_path
     )

@@ -94,11 +94,6 @@ def test_log_file_is_the_last_resort(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert stream.reason is not None and "absent.log" in stream.reason
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernel_log.read_kmsg binds KMSG as a default argument at import, so "
-    "open_live_kernel_log reads /dev/kmsg whatever KMSG is set to",
-)
 def test_kmsg_path_is_honoured(
     tmp_path: Path, bin_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

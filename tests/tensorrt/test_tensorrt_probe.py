@@ -88,6 +88,31 @@ def test_without_tensorrt_the_probe_is_not_judged_with_the_reason(tmp_path: Path
 
 
 @pytest.mark.usefixtures("no_tensorrt")
+def test_without_tensorrt_the_reason_is_the_install_hint_even_without_a_driver(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "bare"
+    (folder / "tensorrt").mkdir(parents=True)
+    (folder / "tensorrt" / "h200.log").write_text(H200_BUILD, encoding="utf-8")
+    sources = LiveLikeSources(folder)
+    assert sources.driver().state == "absent"
+    out = collect(sources, RunConfig(trt_probe=True))
+    assert out.facts["probe"]["reason"] == probe.NOT_INSTALLED
+    assert out.facts["gpus"] == []
+
+
+@pytest.mark.usefixtures("fake_trt")
+def test_no_driver_no_probe(tmp_path: Path) -> None:
+    folder = tmp_path / "bare"
+    (folder / "tensorrt").mkdir(parents=True)
+    (folder / "tensorrt" / "h200.log").write_text(H200_BUILD, encoding="utf-8")
+    calls: list[Mapping[str, str]] = []
+    out = collect(LiveLikeSources(folder), RunConfig(trt_probe=True), in_process_spawn(calls))
+    assert calls == []
+    assert out.facts["probe"]["reason"].startswith("no NVIDIA driver to build on: ")
+
+
+@pytest.mark.usefixtures("no_tensorrt")
 def test_without_tensorrt_or_logs_the_check_is_skipped_with_the_reason(tmp_path: Path) -> None:
     sources = LiveLikeSources(make_bundle(tmp_path, {}))
     reason = TensorrtCheck().applicable(sources, RunConfig(trt_probe=True))

@@ -1,0 +1,171 @@
+"""The systemd units, the default configuration, the NPD plugin and the Kubernetes manifest."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from sitscheck.config import build_config, load_site_config
+from sitscheck.engine.loader import load_rules, rule_files
+
+REPO = Path(__file__).resolve().parents[2]
+UNITS = REPO / "packaging" / "systemd"
+SERVICES = ("sitscheck.service", "sitscheck-daemon.service")
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+def unit(name: str) -> dict[str, dict[str, list[str]]]:
+    """A unit file as {section: {key: [values]}} (keys may repeat)."""
+    sections: dict[str, dict[str, list[str]]] = {}
+    current: dict[str, list[str]] = {}
+    for raw in (UNITS / name).read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+            continue
+        key, _, value = line.partition("=")
+        current.setdefault(key.strip(), []).append(value.strip())
+    return sections
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_services_are_hardened(name: str) -> None:
+    service = unit(name)["Service"]
+    expected = {
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "StateDirectory": "sitscheck",
+        "CapabilityBoundingSet": "CAP_SYSLOG",
+        "ProtectKernelModules": "yes",
+        "ProtectKernelTunables": "yes",
+        "RestrictSUIDSGID": "yes",
+    }
+    for key, value in expected.items():
+        assert service.get(key) == [value], key
+    assert "ProtectKernelLogs" not in service  # the kernel log is what it reads
+    assert service["ReadWritePaths"] == ["-/var/lib/prometheus/node-exporter"]
+    assert "/dev/kmsg r" in service["DeviceAllow"]
+
+
+def test_timer_mode_is_a_oneshot_daemon_run() -> None:
+    service = unit("sitscheck.service")["Service"]
+    assert service["Type"] == ["oneshot"]
+    assert "run --daemon" in service["ExecStart"][0]
+    assert service["SuccessExitStatus"] == ["1 2"]  # warning/critical are results
+    timer = unit("sitscheck.timer")
+    assert timer["Timer"]["OnBootSec"] and timer["Timer"]["OnUnitActiveSec"]
+    assert timer["Timer"]["RandomizedDelaySec"]
+    assert timer["Install"]["WantedBy"] == ["timers.target"]
+
+
+def test_daemon_mode_notifies_and_has_a_watchdog() -> None:
+    service = unit("sitscheck-daemon.service")["Service"]
+    assert service["Type"] == ["notify"] and service["NotifyAccess"] == ["main"]
+    assert int(service["WatchdogSec"][0]) > 0
+    assert "daemon --interval" in service["ExecStart"][0]
+    assert "sitscheck.timer" in unit("sitscheck-daemon.service")["Unit"]["Conflicts"][0]
+
+
+@pytest.fixture
+def units_with_stub(tmp_path: Path) -> Path:
+    """The units with ExecStart pointing at a stub executable (verify checks it exists)."""
+    stub = tmp_path / "bin" / "sitscheck"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    folder = tmp_path / "units"
+    folder.mkdir()
+    for path in UNITS.iterdir():
+        text = path.read_text().replace("/usr/bin/sitscheck", str(stub))
+        (folder / path.name).write_text(text)
+    return folder
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
+def test_systemd_analyze_verify_is_clean(units_with_stub: Path) -> None:
+    assert SYSTEMD_ANALYZE is not None
+    files = [str(units_with_stub / n) for n in (*SERVICES, "sitscheck.timer")]
+    done = subprocess.run(
+        [SYSTEMD_ANALYZE, "verify", *files], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "" and done.stdout.strip() == ""  # warnings are failures
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("name", SERVICES)
+def test_exposure_is_well_under_5(units_with_stub: Path, name: str) -> None:
+    assert SYSTEMD_ANALYZE is not None
+    done = subprocess.run(
+        [SYSTEMD_ANALYZE, "security", "--offline=true", str(units_with_stub / name)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "--offline" in done.stderr or "unrecognized option" in done.stderr:
+        pytest.skip("this systemd-analyze cannot analyze unit files offline (systemd < 252)")
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
+    assert found is not None, done.stdout + done.stderr
+    assert float(found.group(1)) <= 3.0
+
+
+def test_default_config_is_valid_and_harmless_as_a_rule_file(tmp_path: Path) -> None:
+    path = REPO / "packaging" / "etc" / "sitscheck" / "config.yaml"
+    site = load_site_config(path)
+    build_config(site, {}, str(path))
+    # /etc/sitscheck is also a rule directory: the default file must not break rule loading
+    etc = tmp_path / "sitscheck"
+    etc.mkdir()
+    shutil.copy(path, etc / "config.yaml")
+    load_rules(rule_files([etc]))
+
+
+def test_default_arguments_write_the_textfile_where_the_unit_may() -> None:
+    text = (REPO / "packaging" / "etc" / "default" / "sitscheck").read_text()
+    args = re.search(r'^SITSCHECK_ARGS="([^"]*)"', text, re.MULTILINE)
+    assert args is not None
+    prom = re.search(r"--output prom=(\S+)", args.group(1))
+    assert prom is not None
+    writable = unit("sitscheck.service")["Service"]["ReadWritePaths"]
+    assert f"-{prom.group(1)}" in writable
+
+
+def test_npd_plugin_config() -> None:
+    config = json.loads((REPO / "packaging" / "npd" / "sitscheck-plugin-monitor.json").read_text())
+    assert config["plugin"] == "custom"
+    assert config["pluginConfig"]["max_output_length"] == 80
+    (rule,) = config["rules"]
+    assert rule["args"] == ["run", "--output", "npd"]
+    assert rule["condition"] == config["conditions"][0]["type"]
+
+
+def test_k8s_daemonset() -> None:
+    docs = list(yaml.safe_load_all((REPO / "packaging" / "k8s" / "daemonset.yaml").read_text()))
+    (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["hostPID"] is True
+    (container,) = pod["containers"]
+    assert container["args"][0] == "daemon"
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["kmsg"]["hostPath"]["path"] == "/dev/kmsg"
+    for name in ("kmsg", "sys", "varlog"):
+        assert mounts[name]["readOnly"] is True
+    assert mounts["state"].get("readOnly") is not True
+    env = {e["name"]: e for e in container["env"]}
+    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"].startswith("http://$(HOST_IP)")
+    assert env["HOST_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.hostIP"
+    assert env["NVIDIA_VISIBLE_DEVICES"]["value"] == "all"
+    security = container["securityContext"]
+    assert security["privileged"] is False and security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}
+    assert "resources" in container and "nvidia.com/gpu" not in str(container["resources"])
