@@ -9,21 +9,26 @@ once, here. A value that is not a reading is never a number: its key is in the G
 `no_permission`, `error`, `timeout`, `gpu_lost`, ...) and, for faults, in `failures` with the
 NVML call or the nvidia-smi field that failed.
 
-Everything here is pure except `load`, which asks the `Sources` for the evidence.
+It also holds what the four GPU checks (pcie_link, gpu_telemetry, memory_errors, nvlink) share:
+`skip_unless_driver` (their `applicable`), `collect_with` (their `collect`), `judge_each` (the
+per-GPU loop: facts `{source, ref, gpus: [...]}`, a lost GPU not judged, failed reads → error).
+Everything is pure except `load`, `collect_with` and `skip_unless_driver`, which ask the
+`Sources`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Device, Evidence
+from .check import CheckOutput
+from .models import Device, Evidence, Metric
 from .smi.dmon import DmonRow, parse_dmon
-from .smi.query_csv import QueryCsv, canonical_field, parse_query_csv_result
-from .smi.values import SmiErrorKind, SmiParseError, Value, ValueKind
+from .smi.query_csv import QueryCsv, field_value, parse_query_csv_result
+from .smi.values import SmiErrorKind, SmiParseError, Value, ValueKind, absent
 from .sources import artifacts as names
 from .sources.base import Sources
 from .sources.gpu_snapshot import normalise_bus_id
@@ -237,6 +242,10 @@ class GpuView:
     def labels(self, **extra: str) -> dict[str, str]:
         return {"hw.id": self.hw_id(), "gpu.index": str(self.index), **extra}
 
+    def metric(self, name: str, value: float, unit: str, **labels: str) -> Metric:
+        """A metric of this GPU, labelled `hw.id` and `gpu.index` (and `labels`)."""
+        return Metric(name=name, value=value, unit=unit, labels=self.labels(**labels))
+
     def state(self, key: str) -> str | None:
         """Why the reading under `key` (or under a key beginning `key.`) is missing, if it is."""
         unavailable = self.unavailable
@@ -293,6 +302,47 @@ def _under(key: str, prefixes: Sequence[str]) -> bool:
     return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
+# --- what the GPU checks share -----------------------------------------------------------------
+
+PerGpu = Callable[[GpuView, dict[str, Any], CheckOutput], None]
+
+
+def skip_unless_driver(sources: Sources) -> str | None:
+    """A GPU check's `applicable`: it runs wherever the driver is present."""
+    driver = sources.driver()
+    return None if driver.state == "present" else driver.detail
+
+
+def judge_each(
+    fleet: GpuFleet, what: str, key: str, read_keys: Sequence[str], per_gpu: PerGpu
+) -> CheckOutput:
+    """Run `per_gpu(gpu, facts entry, output)` for every GPU that answers; a lost GPU gets its
+    identity and a not-judged note (the driver check reports it). The facts are
+    `{source, ref, gpus: [...]}`; failed reads under `read_keys` make the output's error."""
+    out = CheckOutput(not_judged=list(fleet.problems))
+    gpus: list[dict[str, Any]] = []
+    for gpu in fleet.gpus:
+        entry = gpu.identity()
+        gpus.append(entry)
+        if gpu.lost is not None:
+            entry["lost"] = True
+            out.not_judged.append(f"GPU {gpu.index}: {what}: {gpu.why_missing(key)}")
+            continue
+        per_gpu(gpu, entry, out)
+    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
+    out.error = fleet.fault_error(read_keys)
+    out.not_judged = group_notes(out.not_judged)
+    return out
+
+
+def collect_with(sources: Sources, judge: Callable[[GpuFleet], CheckOutput]) -> CheckOutput:
+    """A GPU check's `collect`: the fleet from the sources, judged; UNKNOWN without one."""
+    fleet = load(sources)
+    if isinstance(fleet, str):
+        return CheckOutput(error=fleet)
+    return judge(fleet)
+
+
 # --- stats -------------------------------------------------------------------------------------
 
 
@@ -310,26 +360,24 @@ def stats(values: Iterable[float | int | None]) -> dict[str, float] | None:
     }
 
 
-def sample_values(gpu: GpuView, name: str) -> list[float]:
-    return [
-        float(s[name])
-        for s in gpu.samples
-        if isinstance(s.get(name), int | float) and not isinstance(s.get(name), bool)
-    ]
-
-
 def number(value: Any) -> float | None:
+    """A reading as a float; None for anything that is not one (missing, text, a flag)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def sample_values(gpu: GpuView, name: str) -> list[float]:
+    """The readings of one sample field, in order, missing ones left out."""
+    return [v for s in gpu.samples if (v := number(s.get(name))) is not None]
 
 
 _GPU_NOTE = re.compile(r"^GPU (?P<index>\d+): (?P<rest>.+)$", re.DOTALL)
 
 
 def group_notes(notes: Sequence[str]) -> list[str]:
-    """`GPU 0: x`, `GPU 1: x` ... → `GPUs 0, 1: x`: one line per thing not judged, first-seen
-    order; notes not about one GPU pass through."""
+    """`GPU 0: x`, `GPU 1: x`, `GPU 3: x` → `GPUs 0-1, 3: x`: one line per thing not judged,
+    in first-seen order; notes not about one GPU pass through."""
     grouped: dict[str, list[int]] = {}
     order: list[str] = []
     for note in notes:
@@ -484,14 +532,10 @@ def _csv_identity(row: Mapping[str, Value], record: dict[str, Any]) -> None:
 
 
 def _cell(row: Mapping[str, Value], name: str) -> Value:
-    wanted = canonical_field(name)
-    if wanted in row:
-        return row[wanted]
-    low = wanted.lower()
-    for key, value in row.items():
-        if key.lower() == low:
-            return value
-    return Value("", ValueKind.ABSENT)
+    try:
+        return field_value(row, name)
+    except KeyError:
+        return absent()
 
 
 def _reading(

@@ -34,11 +34,7 @@ class GpuTelemetryCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        driver = sources.driver()
-        return None if driver.state == "present" else driver.detail
+        return gpu_view.skip_unless_driver(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        fleet = gpu_view.load(ctx.sources)
-        if isinstance(fleet, str):
-            return CheckOutput(error=fleet)
-        return judge(fleet)
+        return gpu_view.collect_with(ctx.sources, judge)

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, group_notes, number, sample_values, stats
-from sitscheck.models import Metric
+from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
 
 from .reasons import decode, fractions
 
@@ -90,28 +89,19 @@ THRESHOLDS = (
 
 
 def judge(fleet: GpuFleet) -> CheckOutput:
-    out = CheckOutput(not_judged=list(fleet.problems))
-    gpus: list[dict[str, Any]] = []
-    for gpu in fleet.gpus:
-        entry = gpu.identity()
-        gpus.append(entry)
-        if gpu.lost is not None:
-            entry["lost"] = True
-            out.not_judged.append(f"GPU {gpu.index}: telemetry: {gpu.why_missing('power.draw')}")
-            continue
-        entry["samples"] = len(gpu.samples)
-        if gpu.window_s is not None:
-            entry["window_s"] = gpu.window_s
-        for series in SERIES:
-            _series(gpu, entry, out, series, sample_values(gpu, series.sample))
-        _gpm(gpu, entry, out)
-        _limits(gpu, entry, out)
-        _reasons(gpu, entry, out)
-        _violations(gpu, entry, out)
-    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
-    out.error = fleet.fault_error(READ_KEYS)
-    out.not_judged = group_notes(out.not_judged)
-    return out
+    return judge_each(fleet, "telemetry", "power.draw", READ_KEYS, _gpu)
+
+
+def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    entry["samples"] = len(gpu.samples)
+    if gpu.window_s is not None:
+        entry["window_s"] = gpu.window_s
+    for series in SERIES:
+        _series(gpu, entry, out, series, sample_values(gpu, series.sample))
+    _gpm(gpu, entry, out)
+    _limits(gpu, entry, out)
+    _reasons(gpu, entry, out)
+    _violations(gpu, entry, out)
 
 
 def _series(
@@ -124,11 +114,12 @@ def _series(
     entry[series.fact] = summary
     for stat, value in summary.items():
         out.metrics.append(
-            Metric(
-                name=series.metric,
-                value=round(value * series.scale, 6),
-                unit=series.unit,
-                labels=gpu.labels(**series.labels, stat=stat),
+            gpu.metric(
+                series.metric,
+                round(value * series.scale, 6),
+                series.unit,
+                **series.labels,
+                stat=stat,
             )
         )
 
@@ -159,9 +150,7 @@ def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         )
     else:
         entry["power_limit_w"] = limit
-        out.metrics.append(
-            Metric(name="sitscheck.gpu.power.limit", value=limit, unit="W", labels=gpu.labels())
-        )
+        out.metrics.append(gpu.metric("sitscheck.gpu.power.limit", limit, "W"))
     default = number(gpu.get("power", "default_limit_w"))
     if default is not None:
         entry["power_default_limit_w"] = default
@@ -170,11 +159,11 @@ def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         if value is not None:
             entry[fact] = value
             out.metrics.append(
-                Metric(
-                    name="sitscheck.gpu.clock.max",
-                    value=value,
-                    unit="MHz",
-                    labels=gpu.labels(clock="sm" if clock == "sm" else "memory"),
+                gpu.metric(
+                    "sitscheck.gpu.clock.max",
+                    value,
+                    "MHz",
+                    clock="sm" if clock == "sm" else "memory",
                 )
             )
     for key, fact, label in THRESHOLDS:
@@ -183,12 +172,7 @@ def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
             continue
         entry[fact] = value
         out.metrics.append(
-            Metric(
-                name="sitscheck.gpu.temperature.limit",
-                value=value,
-                unit="Cel",
-                labels=gpu.labels(threshold=label),
-            )
+            gpu.metric("sitscheck.gpu.temperature.limit", value, "Cel", threshold=label)
         )
     slowdown = entry.get("temp_slowdown_c")
     temp = entry.get("temp_c")
@@ -221,12 +205,7 @@ def _reasons(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     entry["clock_reasons_seen"] = decode(seen)
     for reason, share in shares.items():
         out.metrics.append(
-            Metric(
-                name="sitscheck.gpu.clock_event.active",
-                value=share,
-                unit="1",
-                labels=gpu.labels(reason=reason),
-            )
+            gpu.metric("sitscheck.gpu.clock_event.active", share, "1", reason=reason)
         )
 
 
@@ -242,11 +221,6 @@ def _violations(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
             continue
         during[policy] = round(max(last - first, 0.0) / 1e9, 6)
         out.metrics.append(
-            Metric(
-                name="sitscheck.gpu.violation.time",
-                value=round(last / 1e9, 6),
-                unit="s",
-                labels=gpu.labels(policy=policy),
-            )
+            gpu.metric("sitscheck.gpu.violation.time", round(last / 1e9, 6), "s", policy=policy)
         )
     entry["violations_s"] = during

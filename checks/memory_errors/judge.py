@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, group_notes, number
-from sitscheck.models import Finding, Metric, Severity
+from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number
+from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("ecc", "remap", "retired_pages")
 RESET_ACTION = (
@@ -20,22 +20,13 @@ INSPECT_ACTION = (
 
 
 def judge(fleet: GpuFleet) -> CheckOutput:
-    out = CheckOutput(not_judged=list(fleet.problems))
-    gpus: list[dict[str, Any]] = []
-    for gpu in fleet.gpus:
-        entry = gpu.identity()
-        gpus.append(entry)
-        if gpu.lost is not None:
-            entry["lost"] = True
-            out.not_judged.append(f"GPU {gpu.index}: memory errors: {gpu.why_missing('ecc')}")
-            continue
-        _ecc(gpu, entry, out)
-        _remap(gpu, entry, out)
-        _retired(gpu, entry, out)
-    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
-    out.error = fleet.fault_error(READ_KEYS)
-    out.not_judged = group_notes(out.not_judged)
-    return out
+    return judge_each(fleet, "memory errors", "ecc", READ_KEYS, _gpu)
+
+
+def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    _ecc(gpu, entry, out)
+    _remap(gpu, entry, out)
+    _retired(gpu, entry, out)
 
 
 def _ecc(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
@@ -55,13 +46,11 @@ def _ecc(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
                 continue
             entry[f"ecc_{scope}_{kind}"] = int(value)
             out.metrics.append(
-                Metric(
-                    name="hw.errors",
-                    value=value,
-                    unit="{error}",
-                    labels=gpu.labels(
-                        **{"error.type": f"ecc_{kind}", "hw.type": "gpu", "ecc.scope": scope}
-                    ),
+                gpu.metric(
+                    "hw.errors",
+                    value,
+                    "{error}",
+                    **{"error.type": f"ecc_{kind}", "hw.type": "gpu", "ecc.scope": scope},
                 )
             )
 
@@ -76,12 +65,7 @@ def _remap(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         if value is not None:
             entry[f"remap_{kind}"] = int(value)
             out.metrics.append(
-                Metric(
-                    name="sitscheck.gpu.memory.remapped_rows",
-                    value=value,
-                    unit="{row}",
-                    labels=gpu.labels(kind=kind),
-                )
+                gpu.metric("sitscheck.gpu.memory.remapped_rows", value, "{row}", kind=kind)
             )
     pending, failure = remap.get("pending"), remap.get("failure")
     histogram = remap.get("histogram")
@@ -92,14 +76,7 @@ def _remap(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     for name, value in (("pending", pending), ("failure", failure)):
         if isinstance(value, bool):
             entry[f"remap_{name}"] = value
-            out.metrics.append(
-                Metric(
-                    name=f"sitscheck.gpu.memory.remap_{name}",
-                    value=float(value),
-                    unit="1",
-                    labels=gpu.labels(),
-                )
-            )
+            out.metrics.append(gpu.metric(f"sitscheck.gpu.memory.remap_{name}", float(value), "1"))
         else:
             out.not_judged.append(f"GPU {gpu.index}: row remap {name}: {gpu.why_missing('remap')}")
     counts = f"{entry.get('remap_corrected', '?')} corrected, "
@@ -147,12 +124,7 @@ def _retired(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         if value is not None:
             entry[f"retired_{cause}"] = int(value)
             out.metrics.append(
-                Metric(
-                    name="sitscheck.gpu.memory.retired_pages",
-                    value=value,
-                    unit="{page}",
-                    labels=gpu.labels(cause=cause),
-                )
+                gpu.metric("sitscheck.gpu.memory.retired_pages", value, "{page}", cause=cause)
             )
     pending = retired.get("pending")
     if isinstance(pending, bool):

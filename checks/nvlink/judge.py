@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import NVML, GpuFleet, GpuView, group_notes, number
-from sitscheck.models import Finding, Metric, Severity
+from sitscheck.gpu_view import NVML, GpuFleet, GpuView, judge_each, number
+from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("nvlink",)
 COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")
@@ -25,28 +25,19 @@ GREW_ACTION = (
 
 
 def judge(fleet: GpuFleet) -> CheckOutput:
-    out = CheckOutput(not_judged=list(fleet.problems))
-    gpus: list[dict[str, Any]] = []
-    for gpu in fleet.gpus:
-        entry = gpu.identity()
-        gpus.append(entry)
-        if gpu.lost is not None:
-            entry["lost"] = True
-            out.not_judged.append(f"GPU {gpu.index}: NVLink: {gpu.why_missing('nvlink')}")
-            continue
-        links = [link for link in gpu.get("nvlink") or [] if isinstance(link, dict)]
-        if not links:
-            why = gpu.why_missing("nvlink")
-            if gpu.source != NVML:
-                why = "nvidia-smi --query-gpu prints no per-link state (needs NVML)"
-            out.not_judged.append(f"GPU {gpu.index}: NVLink: {why}")
-            continue
-        _links(gpu, links, entry, out)
-        _errors(gpu, links, entry, out)
-    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
-    out.error = fleet.fault_error(READ_KEYS)
-    out.not_judged = group_notes(out.not_judged)
-    return out
+    return judge_each(fleet, "NVLink", "nvlink", READ_KEYS, _gpu)
+
+
+def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    links = [link for link in gpu.get("nvlink") or [] if isinstance(link, dict)]
+    if not links:
+        why = gpu.why_missing("nvlink")
+        if gpu.source != NVML:
+            why = "nvidia-smi --query-gpu prints no per-link state (needs NVML)"
+        out.not_judged.append(f"GPU {gpu.index}: NVLink: {why}")
+        return
+    _links(gpu, links, entry, out)
+    _errors(gpu, links, entry, out)
 
 
 def _links(
@@ -72,14 +63,7 @@ def _links(
             f"GPU {gpu.index}: NVLink state of link(s) {_list(unknown)}: the read failed"
         )
     for state, count in (("active", len(active)), ("inactive", len(inactive))):
-        out.metrics.append(
-            Metric(
-                name="sitscheck.nvlink.links",
-                value=count,
-                unit="{link}",
-                labels=gpu.labels(state=state),
-            )
-        )
+        out.metrics.append(gpu.metric("sitscheck.nvlink.links", count, "{link}", state=state))
     if inactive:
         out.findings.append(
             Finding(
@@ -120,11 +104,11 @@ def _errors(
     entry["errors_total"] = totals
     for counter, total in totals.items():
         out.metrics.append(
-            Metric(
-                name="hw.errors",
-                value=total,
-                unit="{error}",
-                labels=gpu.labels(**{"error.type": f"nvlink_{counter}", "hw.type": "gpu"}),
+            gpu.metric(
+                "hw.errors",
+                total,
+                "{error}",
+                **{"error.type": f"nvlink_{counter}", "hw.type": "gpu"},
             )
         )
     window = gpu.window_s

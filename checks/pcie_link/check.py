@@ -28,19 +28,18 @@ class PcieLinkCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        driver = sources.driver()
-        return None if driver.state == "present" else driver.detail
+        return gpu_view.skip_unless_driver(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        fleet = gpu_view.load(ctx.sources)
-        if isinstance(fleet, str):
-            return CheckOutput(error=fleet)
-        chains: dict[int, Chain] = {}
-        for gpu in fleet.gpus:
-            if gpu.pci_bus_id and gpu.lost is None:
-                ctx.ensure_time("reading sysfs PCIe links")
-                chains[gpu.index] = read_chain(ctx.sources.sysfs, gpu.pci_bus_id)
-        return judge(fleet, chains)
+        def with_sysfs(fleet: gpu_view.GpuFleet) -> CheckOutput:
+            chains: dict[int, Chain] = {}
+            for gpu in fleet.gpus:
+                if gpu.pci_bus_id and gpu.lost is None:
+                    ctx.ensure_time("reading sysfs PCIe links")
+                    chains[gpu.index] = read_chain(ctx.sources.sysfs, gpu.pci_bus_id)
+            return judge(fleet, chains)
+
+        return gpu_view.collect_with(ctx.sources, with_sysfs)
 
 
 def read_chain(sysfs: FileTree, bus_id: str) -> Chain:

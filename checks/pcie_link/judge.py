@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, group_notes, number, sample_values, stats
-from sitscheck.models import Evidence, Finding, Metric, Severity
+from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
+from sitscheck.models import Evidence, Finding, Severity
 
 from .links import PortLink, expected
 
@@ -23,15 +23,8 @@ Chain = list[PortLink] | str
 
 def judge(fleet: GpuFleet, chains: Mapping[int, Chain]) -> CheckOutput:
     """`chains`: per GPU index, its sysfs path (root port first) or why it could not be read."""
-    out = CheckOutput(not_judged=list(fleet.problems))
-    gpus: list[dict[str, Any]] = []
-    for gpu in fleet.gpus:
-        entry = gpu.identity()
-        gpus.append(entry)
-        if gpu.lost is not None:
-            entry["lost"] = True
-            out.not_judged.append(f"GPU {gpu.index}: PCIe link: {gpu.why_missing('pcie')}")
-            continue
+
+    def one(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         evidence = _nvml_link(gpu, entry, out)
         evidence.extend(_sysfs_link(gpu, chains.get(gpu.index), entry, out))
         entry["width_degraded"] = bool(evidence)
@@ -39,10 +32,8 @@ def judge(fleet: GpuFleet, chains: Mapping[int, Chain]) -> CheckOutput:
             out.findings.append(_width_finding(gpu, entry, evidence))
         _replay(gpu, entry, out)
         _throughput(gpu, entry, out)
-    out.facts = {"source": fleet.source, "ref": fleet.ref, "gpus": gpus}
-    out.error = fleet.fault_error(READ_KEYS)
-    out.not_judged = group_notes(out.not_judged)
-    return out
+
+    return judge_each(fleet, "PCIe link", "pcie", READ_KEYS, one)
 
 
 def _nvml_link(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> list[Evidence]:
@@ -152,9 +143,7 @@ def _link_metrics(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None
         for state in ("current", "max"):
             value = entry.get(f"{prefix}_{state}")
             if isinstance(value, int):
-                out.metrics.append(
-                    Metric(name=metric, value=value, unit=unit, labels=gpu.labels(state=state))
-                )
+                out.metrics.append(gpu.metric(metric, value, unit, state=state))
 
 
 def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
@@ -168,12 +157,7 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         return
     entry["replay_count"] = int(total)
     out.metrics.append(
-        Metric(
-            name="hw.errors",
-            value=total,
-            unit="{error}",
-            labels=gpu.labels(**{"error.type": "pcie_replay", "hw.type": "gpu"}),
-        )
+        gpu.metric("hw.errors", total, "{error}", **{"error.type": "pcie_replay", "hw.type": "gpu"})
     )
     window = gpu.window_s
     if start is None or end is None or window is None:
@@ -187,12 +171,7 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     entry["replay_window_s"] = window
     entry["replay_per_min"] = round(delta * 60.0 / window, 3)
     out.metrics.append(
-        Metric(
-            name="sitscheck.pcie.replay.rate",
-            value=entry["replay_per_min"],
-            unit="{replay}/min",
-            labels=gpu.labels(),
-        )
+        gpu.metric("sitscheck.pcie.replay.rate", entry["replay_per_min"], "{replay}/min")
     )
 
 
@@ -209,10 +188,7 @@ def _throughput(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         entry[key] = summary
         for stat, value in summary.items():
             out.metrics.append(
-                Metric(
-                    name="hw.gpu.io",
-                    value=value,
-                    unit="By/s",
-                    labels=gpu.labels(**{"network.io.direction": direction, "stat": stat}),
+                gpu.metric(
+                    "hw.gpu.io", value, "By/s", **{"network.io.direction": direction, "stat": stat}
                 )
             )

@@ -146,9 +146,9 @@ def _follow(lines: Iterable[str], follow: LogFollow) -> Iterator[str]:
     stream = iter(lines)
     head: list[str] = []
     first: str | None = None
-    for raw in stream:
+    for raw in stream:  # the first line that starts a message tells the log's kind
         head.append(raw)
-        if raw.strip():
+        if raw.strip() and not raw[0].isspace():
             first = raw
             break
     kind: CursorKind = "kmsg" if first is not None and kmsg_seq(first) is not None else "text"
@@ -184,23 +184,27 @@ def _start_over_reason(
 
 
 class _Tracker:
-    """Follows every line read to know the new cursor's position and hash."""
+    """Follows every line read to know the new cursor's position and hash.
+
+    kmsg: only the last line that may be a record is kept and parsed at the end (records
+    start with a digit, continuation lines with a space), so following costs no parsing.
+    """
 
     def __init__(self, kind: CursorKind) -> None:
         self.kind = kind
-        self.position = 0
+        self.count = 0
         self.last: str | None = None
 
     def watch(self, lines: Iterator[str]) -> Iterator[str]:
-        for raw in lines:
-            if self.kind == "kmsg":
-                seq = kmsg_seq(raw)
-                if seq is not None:
-                    self.position = seq
+        if self.kind == "kmsg":
+            for raw in lines:
+                if raw[:1].isdigit():
                     self.last = raw
-            else:
-                self.position += 1
-                self.last = raw
+                yield raw
+            return
+        for raw in lines:
+            self.count += 1
+            self.last = raw
             yield raw
 
     def cursor(self, boot_id: str | None, source: str | None) -> KernelCursor | None:
@@ -208,12 +212,11 @@ class _Tracker:
             return None
         last_hash = line_hash(self.last)
         if self.kind == "kmsg":
-            return KernelCursor(
-                boot_id=boot_id, source=source, seq=self.position, last_hash=last_hash
-            )
-        return KernelCursor(
-            boot_id=boot_id, source=source, lines=self.position, last_hash=last_hash
-        )
+            seq = kmsg_seq(self.last)
+            if seq is None:  # the log ends in a line that is no record: start over next time
+                return None
+            return KernelCursor(boot_id=boot_id, source=source, seq=seq, last_hash=last_hash)
+        return KernelCursor(boot_id=boot_id, source=source, lines=self.count, last_hash=last_hash)
 
 
 def _resume_kmsg(lines: Iterator[str], previous: KernelCursor, follow: LogFollow) -> Iterator[str]:

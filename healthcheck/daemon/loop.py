@@ -48,7 +48,7 @@ class Notifier:
         return self.address is not None
 
     def send(self, *fields: str) -> bool:
-        if self.address is None or self._failed:
+        if self.address is None:
             return False
         payload = "\n".join(fields).encode("utf-8", "replace")
         with self._lock:
@@ -57,11 +57,13 @@ class Notifier:
                     self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
                     self._sock.connect(self.address)
                 self._sock.sendall(payload)
-            except OSError as exc:
-                log.warning("sd_notify to %r failed: %s", self.address, exc)
+            except OSError as exc:  # tried again on the next message, logged once
+                if not self._failed:
+                    log.warning("sd_notify to %r failed: %s", self.address, exc)
                 self._failed = True
                 self.close_socket()
                 return False
+        self._failed = False
         return True
 
     def ready(self, status: str) -> bool:

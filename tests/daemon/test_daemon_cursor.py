@@ -104,6 +104,11 @@ def test_kmsg_ring_buffer_overwritten_past_the_cursor_reads_all_with_a_note() ->
     assert any("2..49" in note for note in follow.notes)
 
 
+def test_kmsg_log_starting_with_a_continuation_line_is_still_kmsg() -> None:
+    cursor = first_read([" DEVICE=+pci:0000:3b:00.0", kmsg(7, "a"), kmsg(8, "b")])
+    assert cursor.kind == "kmsg" and cursor.seq == 8
+
+
 def test_kmsg_seq_only_for_raw_records() -> None:
     assert kmsg_seq("6,1234,5678901,-;msg") == 1234
     assert kmsg_seq("4,368,1076345,c;NVRM: x") == 368

@@ -166,3 +166,17 @@ def test_sigterm_stops_after_the_run_in_progress(notify_socket: tuple[socket.soc
 def test_interval_must_be_positive() -> None:
     with pytest.raises(ValueError):
         serve(a_report, 0, handle_signals=False)
+
+
+def test_a_failed_notification_is_retried_on_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "late"
+    notifier = Notifier({"NOTIFY_SOCKET": str(path)})
+    assert not notifier.send("WATCHDOG=1")  # systemd's socket not there (yet)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(path))
+    try:
+        assert notifier.send("WATCHDOG=1")
+        assert sock.recv(100) == b"WATCHDOG=1"
+    finally:
+        sock.close()
+        notifier.close_socket()

@@ -76,7 +76,7 @@ def test_version(tmp_path: Path) -> None:
 
 
 def imported_heavy(tmp_path: Path, argv: list[str]) -> str:
-    """Run the CLI in-process with `argv`; 'RESULT <exit> [heavy modules imported]'."""
+    """Run the CLI with `argv`; its output ends 'RESULT <exit> [heavy modules imported]'."""
     probe = (
         "import sys\n"
         f"sys.argv = ['sitscheck', *{argv!r}]\n"
@@ -89,18 +89,24 @@ def imported_heavy(tmp_path: Path, argv: list[str]) -> str:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    last: str = done.stdout.strip().splitlines()[-1]
-    return last
+    return done.stdout
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["--version"]])
 def test_help_does_not_import_heavy_modules(tmp_path: Path, argv: list[str]) -> None:
-    assert imported_heavy(tmp_path, argv) == "RESULT 0 []"
+    output = imported_heavy(tmp_path, argv)
+    assert output.strip().splitlines()[-1] == "RESULT 0 []", output
+    if argv[-1] == "--help":
+        assert "Usage:" in output
+    if argv == ["--help"]:
+        assert "3 unknown" in " ".join(output.split())  # the exit codes are documented
+        assert all(command in output for command in ("run", "checks", "collect", "schema"))
 
 
 def test_the_import_probe_sees_heavy_modules(tmp_path: Path) -> None:
     """Control: a command that needs the rules engine does import it, and the probe says so."""
-    assert "'celpy'" in imported_heavy(tmp_path, ["rules", "list"])
+    last = imported_heavy(tmp_path, ["rules", "list"]).strip().splitlines()[-1]
+    assert last.startswith("RESULT 0 [") and "'celpy'" in last
 
 
 def test_checks_lists_driver(tmp_path: Path) -> None:
@@ -392,3 +398,16 @@ def test_live_run_without_a_driver_skips_the_gpu_checks(
     driver = check(report, "driver")
     assert driver["status"] == "skipped"
     assert "no NVIDIA driver" in driver["skip_reason"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="app.execute passes meta.json's `host` unchecked into Report (pydantic error), and "
+    "cli._guarded catches only SitscheckError: a traceback and exit 1, which reads as WARNING",
+)
+def test_a_corrupt_bundle_never_crashes_with_exit_1(tmp_path: Path) -> None:
+    bundle = seven_gpu_bundle(tmp_path / "bundle")
+    (bundle / "meta.json").write_text('{"host": ["node-1"], "nvidia_driver": "yes"}')
+    done = sitscheck("run", "--from", str(bundle), "--check", "driver", cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (0, 3), done.stderr

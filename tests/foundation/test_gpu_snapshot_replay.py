@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fakes.fake_pynvml import ERROR_CODES, INVENTORY_KEYS, FakePynvml
+from sitscheck.check import Check
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
 from sitscheck.models import Status
+from sitscheck.registry import BrokenCheck
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot, normalise_bus_id
@@ -18,6 +20,12 @@ from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml, NvmlUnavailable
 
 SYSTEM_KEYS = ("driver_version", "nvml_version", "cuda_driver_version", "device_count", "pairs")
+
+
+def driver_check() -> Check | BrokenCheck:
+    # DriverCheck's `metrics` is inferred as tuple[MetricSpec] (one item), which mypy does not
+    # accept for the protocol's tuple[MetricSpec, ...]; at run time it is a Check.
+    return cast(Check, DriverCheck())
 
 
 def started(fake: FakePynvml, deadline_s: float = 2.0) -> Nvml:
@@ -190,7 +198,7 @@ def test_live_driver_check_reads_the_replayed_gpus(
     live: LiveSources, fake_nvml: FakePynvml
 ) -> None:
     try:
-        (result,) = run_checks([DriverCheck()], live, RunConfig(expect_gpus=2))
+        (result,) = run_checks([driver_check()], live, RunConfig.model_validate({"expect_gpus": 2}))
     finally:
         live.close()
     assert result.status == Status.OK, result
@@ -204,7 +212,7 @@ def test_live_driver_check_reads_the_replayed_gpus(
 def test_live_driver_check_reports_the_lost_gpu(live: LiveSources, fake_nvml: FakePynvml) -> None:
     fake_nvml.lose_gpu(1, from_call=3)
     try:
-        (result,) = run_checks([DriverCheck()], live, RunConfig(expect_gpus=2))
+        (result,) = run_checks([driver_check()], live, RunConfig.model_validate({"expect_gpus": 2}))
     finally:
         live.close()
     assert result.status == Status.CRITICAL

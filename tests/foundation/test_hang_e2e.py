@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 import pytest
 from fakes.commands import hanging_command
 from fakes.procs import read_pids, still_running
+from sitscheck.check import Check
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
 from sitscheck.models import Status
+from sitscheck.registry import BrokenCheck
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml, NvmlUnavailable
+
+
+def driver_check() -> Check | BrokenCheck:
+    # DriverCheck's `metrics` is inferred as tuple[MetricSpec] (one item), which mypy does not
+    # accept for the protocol's tuple[MetricSpec, ...]; at run time it is a Check.
+    return cast(Check, DriverCheck())
 
 
 def no_nvml(cls: type[Nvml], deadline_s: float = 5.0) -> Nvml:
@@ -36,7 +45,9 @@ def test_hung_nvidia_smi_makes_the_driver_check_unknown(
     began = time.monotonic()
     try:
         (result,) = run_checks(
-            [DriverCheck()], sources, RunConfig(check_timeout_s=15, run_timeout_s=20)
+            [driver_check()],
+            sources,
+            RunConfig.model_validate({"check_timeout_s": 15, "run_timeout_s": 20}),
         )
     finally:
         sources.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -100,14 +101,14 @@ def test_kmsg_path_is_honoured(
     missing = tmp_path / "no-kmsg"
     monkeypatch.setattr(kernel_log, "KMSG", str(missing))
     opened: list[str] = []
-    real_open = kernel_log.os.open
+    real_open = os.open
 
     def spy(path: str, flags: int, *args: int) -> int:
         opened.append(str(path))
         fd: int = real_open(path, flags, *args)
         return fd
 
-    monkeypatch.setattr(kernel_log.os, "open", spy)
+    monkeypatch.setattr(os, "open", spy)
     stream = open_live_kernel_log(CommandRunner(path=str(bin_dir)), timeout=5)
     assert "/dev/kmsg" not in opened
     assert stream.ref.startswith("journalctl")

@@ -259,3 +259,25 @@ def test_a_profile_tdp_and_site_params_drive_the_csv_judgements(tmp_path: Path) 
     hot = [i for _, c, i in above_ok(report) if c == "gpu_telemetry.temp_at_slowdown"]
     assert hot == [3, 5, 7]  # 32, 31, 32 °C against the site's 31 °C
     assert len(above_ok(report)) == 10
+
+
+# --- a real loaded bundle (recorded on the lent 2×H200 machine with `collect --load`) --------
+
+
+def test_recorded_loaded_h200s_are_healthy() -> None:
+    report = run_bundle(CSV_BUNDLES / "h200x2-load-v0")
+    assert above_ok(report) == []
+    for index in (0, 1):
+        telemetry = facts_of(report, "gpu_telemetry", index)
+        assert telemetry["util_gpu_pct"]["mean"] >= 98
+        assert 680 < telemetry["power_w"]["mean"] <= 700
+        assert telemetry["clock_reasons_seen"] == ["sw_power_cap"]
+        assert telemetry["sm_clock_mhz"]["max"] < telemetry["sm_clock_max_mhz"]
+        assert telemetry["tensor_active_pct"]["mean"] > 80  # GPM under a bf16 GEMM
+        nvlink = facts_of(report, "nvlink", index)
+        # real H200s grow CRC-data counters under load: not a finding, far below DCGM's 100/s
+        assert nvlink["errors_delta"]["crc_data"] > 0
+        assert nvlink["errors_delta"]["replay"] == nvlink["errors_delta"]["recovery"] == 0
+        assert nvlink["errors_per_s"]["crc_data"] < 20
+    fired = {v.rule for v in report.verdicts if v.status != Status.OK}
+    assert "pcie_link.gen_not_judged_idle" not in fired

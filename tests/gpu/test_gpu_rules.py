@@ -205,6 +205,14 @@ def test_idle_generation_is_said_to_be_not_judged() -> None:
     assert "not judged: GPU idle" in note.message and "Gen1 of Gen5" in note.message
 
 
+def test_busy_only_judgements_say_so_on_an_idle_gpu() -> None:
+    (idle,) = [v for v in evaluate(IDLE_H200) if v.rule == "gpu_telemetry.idle_not_judged"]
+    assert idle.status == Status.OK and idle.device is not None
+    assert idle.message.startswith("GPU 0: not judged: GPU idle (0 % mean utilization")
+    (busy,) = [v for v in evaluate(BUSY) if v.rule == "gpu_telemetry.idle_not_judged"]
+    assert busy.device is None  # the rule's plain ok: nothing was left unjudged
+
+
 def test_temperature_fallbacks_nvml_then_profile_then_param() -> None:
     no_threshold = copy.deepcopy(IDLE_H200)
     del no_threshold["gpu_telemetry"]["temp_slowdown_c"]
