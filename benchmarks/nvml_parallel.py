@@ -25,7 +25,7 @@ class _OnlyFirst:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._lib, name)
 
-    def nvmlDeviceGetCount(self) -> int:  # noqa: N802 - NVML's name
+    def nvmlDeviceGetCount(self) -> int:
         return 1
 
 
