@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -31,12 +31,24 @@ class RunRequest:
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
-    dirs = [SITE_DIR] if SITE_DIR.is_dir() else []
-    return dirs + list(config.rules_dirs)
+    """Site rule files live in /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart
+    from config.yaml; then each --rules directory or file."""
+    site = SITE_DIR / "rules.d"
+    return ([site] if site.is_dir() else []) + list(config.rules_dirs)
+
+
+SourcesWrapper = Callable[[Sources], Sources]
 
 
 @contextmanager
-def open_sources(request: RunRequest) -> Iterator[Sources]:
+def open_sources(request: RunRequest, wrap: SourcesWrapper | None = None) -> Iterator[Sources]:
+    """The sources of a run; `wrap` decorates them (the daemon reads the log from its cursor)."""
+    with _raw_sources(request) as sources:
+        yield wrap(sources) if wrap is not None else sources
+
+
+@contextmanager
+def _raw_sources(request: RunRequest) -> Iterator[Sources]:
     config = request.config
     if request.bundle is not None:
         with opened_bundle(request.bundle) as folder:
@@ -75,7 +87,7 @@ def selected_checks(config: RunConfig) -> list[Check | BrokenCheck]:
     return select(discover(), config.checks, config.skip)
 
 
-def execute(request: RunRequest) -> Report:
+def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     from .runner import run_checks
 
     config = request.config
@@ -85,7 +97,7 @@ def execute(request: RunRequest) -> Report:
     dirs = rules_dirs(config)
     ruleset = load_rules(rule_files(dirs), env)  # a broken rule file stops the run up front
     profiles = load_profiles(dirs)
-    with open_sources(request) as sources:
+    with open_sources(request, wrap) as sources:
         results = run_checks(selected_checks(config), sources, config)
         driver = sources.driver()
         meta = sources.meta()

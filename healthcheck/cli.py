@@ -66,6 +66,10 @@ OtlpOpt = Annotated[
 StateDirOpt = Annotated[
     Path | None, typer.Option("--state-dir", help="State and spool folder (/var/lib/sitscheck).")
 ]
+DaemonOpt = Annotated[
+    bool,
+    typer.Option("--daemon", help="Timer mode: report what is new since the last run (state dir)."),
+]
 TrtProbeOpt = Annotated[
     bool, typer.Option("--trt-probe", help="Build a tiny TensorRT engine on each GPU.")
 ]
@@ -108,6 +112,7 @@ def run(
     otlp: OtlpOpt = None,
     state_dir: StateDirOpt = None,
     trt_probe: TrtProbeOpt = False,
+    daemon: DaemonOpt = False,
 ) -> None:
     """Run the checks once, print the report, exit with its status."""
     overrides: dict[str, Any] = {
@@ -125,6 +130,7 @@ def run(
         "sys_root": sys_root,
         "state_dir": state_dir,
         "trt_probe": trt_probe or None,
+        "daemon": daemon or None,
     }
     raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [], otlp)))
 
@@ -138,14 +144,37 @@ def _run(
 ) -> int:
     import os
 
-    from .app import RunRequest, execute
+    from .app import RunRequest
     from .export.settings import resolve_settings
-    from .report.outputs import deliver, parse_outputs
+    from .report.outputs import parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
     otlp_settings = resolve_settings(config.otlp, otlp, os.environ)  # bad settings fail early
-    report = execute(RunRequest(config, bundle))
+    return _run_once(config, RunRequest(config, bundle), specs, otlp_settings)
+
+
+def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
+    report = _execute_and_deliver(config, request, specs, otlp_settings)
+    if any(spec.name == "npd" for spec in specs):
+        from .report.npd import npd_exit_code
+
+        return npd_exit_code(report)
+    return int(report.exit_code)
+
+
+def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: Any) -> Any:
+    """One run: execute (through the daemon state in timer mode), deliver, export."""
+    from .app import execute
+    from .report.outputs import deliver
+
+    if config.daemon:
+        from .daemon.session import DaemonSession
+
+        with DaemonSession(config.state_dir) as session:
+            report = session.finish(execute(request, wrap=session.follow))
+    else:
+        report = execute(request)
     deliver(report, specs, config.verbose)
     if otlp_settings.endpoint:
         from .export.otel import export_report
@@ -153,7 +182,7 @@ def _run(
         result = export_report(report, otlp_settings, config.state_dir, timeout_s=15.0)
         if result.errors:
             typer.echo(f"sitscheck: {result.summary()}", err=True)
-    return report.exit_code
+    return report
 
 
 def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
@@ -161,6 +190,39 @@ def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
 
     site = load_site_config(config_path)
     return build_config(site, overrides, str(config_path or "options"))
+
+
+@app.command()
+def daemon(
+    interval: Annotated[float, typer.Option("--interval", help="Seconds between runs.")] = 300.0,
+    output: OutputOpt = None,
+    config: ConfigOpt = None,
+    state_dir: StateDirOpt = None,
+    sys_root: SysRootOpt = None,
+    otlp: OtlpOpt = None,
+) -> None:
+    """Long-running mode: a daemon run every --interval (systemd Type=notify, watchdog)."""
+
+    def body() -> int:
+        import os
+
+        from .app import RunRequest
+        from .daemon.loop import serve
+        from .export.settings import resolve_settings
+        from .report.outputs import parse_outputs
+
+        settings = _config({"state_dir": state_dir, "sys_root": sys_root, "daemon": True}, config)
+        specs = parse_outputs(output or ["prom=/var/lib/node_exporter/textfile_collector"])
+        otlp_settings = resolve_settings(settings.otlp, otlp, os.environ)
+        request = RunRequest(settings)
+
+        def run_once() -> Any:
+            return _execute_and_deliver(settings, request, specs, otlp_settings)
+
+        budget = settings.run_timeout_s + settings.sample_seconds + 30.0
+        return serve(run_once, interval, run_budget_s=budget)
+
+    raise typer.Exit(_guarded(body))
 
 
 @app.command()

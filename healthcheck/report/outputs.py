@@ -1,6 +1,8 @@
 """Where a report goes: `--output NAME[=PATH]`, several allowed.
 
-`table` (rich on a TTY, plain text otherwise), `text`, `json`; further reporters come from
+`table` (rich on a TTY, plain text otherwise), `text`, `json`, `junit` (XML for image-validation
+pipelines), `npd` (node-problem-detector's one line), `prom=DIR` (node_exporter's textfile
+collector: `DIR/sitscheck.prom`, 0644); further reporters come from
 entry points in group `sitscheck.reporters` (a callable `render(report, verbose) -> str`).
 With `=PATH` the output is written atomically to that file (0640); a reporter that writes a
 directory (`prom=DIR`) names its own file inside it.
@@ -55,17 +57,34 @@ def renderer_for(name: str) -> Renderer:
         from .json_report import render_json
 
         return lambda report, _verbose: render_json(report)
+    if name == "junit":
+        from .junit import render_junit
+
+        return render_junit
+    if name == "npd":
+        from .npd import render_npd
+
+        return render_npd
+    if name == "prom":
+        from .prom import render_prom
+
+        return render_prom
     for entry in entry_points(group="sitscheck.reporters"):
         if entry.name == name:
             loaded: Renderer = entry.load()
             return loaded
     plugins = sorted(e.name for e in entry_points(group="sitscheck.reporters"))
-    known = ["table", "text", "json", *plugins]
+    known = ["table", "text", "json", "junit", "npd", "prom", *plugins]
     raise ConfigError(f"unknown output {name!r} (known: {', '.join(known)})")
 
 
 def deliver(report: Report, specs: list[OutputSpec], verbose: bool) -> None:
     for spec in specs:
+        if spec.name == "prom" and spec.path is not None:
+            from .prom import write_prom
+
+            write_prom(report, str(spec.path), verbose)  # node_exporter's textfile dir
+            continue
         text = renderer_for(spec.name)(report, verbose)
         if spec.path is None:
             sys.stdout.write(text)
@@ -76,6 +95,12 @@ def deliver(report: Report, specs: list[OutputSpec], verbose: bool) -> None:
 
 
 def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
+    """Write a regular file by rename, so readers never see half a report; a path that is not
+    a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written to in place, never replaced."""
+    if path.exists() and not path.is_file():
+        with path.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

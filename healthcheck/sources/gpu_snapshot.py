@@ -112,14 +112,22 @@ def collect_snapshot(
             handles[index] = handle.value
         gpus.append(gpu)
     snapshot["gpus"] = gpus
+    phases: dict[str, float] = {}
+    started = time.monotonic()
     _each_gpu(gpus, handles, lambda g, h: _inventory(nvml, g, h))
+    phases["inventory_s"] = round(time.monotonic() - started, 3)
+    started = time.monotonic()
     snapshot["pairs"] = _pairs(nvml, handles)
+    phases["pairs_s"] = round(time.monotonic() - started, 3)
+    snapshot["phases"] = phases
     if busy is not None:
         snapshot["load"] = busy()
+    started = time.monotonic()
     gpm_lock = threading.Lock()  # NVML's GPM calls crash when two GPUs' threads overlap
     _each_gpu(
         gpus, handles, lambda g, h: _sample_window(nvml, g, h, window_s, interval_s, gpm_lock)
     )
+    phases["sampling_s"] = round(time.monotonic() - started, 3)
     return snapshot
 
 

@@ -136,6 +136,8 @@ class LiveSources(Memo):
         return {
             "host": socket.gethostname(),
             "kernel": platform.release(),
+            "boot_id": _first_line("/proc/sys/kernel/random/boot_id"),
+            "uptime_s": _uptime(),
             "sitscheck_version": __version__,
             "nvidia_driver": {"state": self.driver().state, "detail": self.driver().detail},
         }
@@ -152,3 +154,19 @@ def _as_artifact(name: str, result: CommandResult) -> Artifact:
     if reason is not None:
         return Artifact(name, None, result.display, reason=reason)
     return Artifact(name, result.stdout, result.display, truncated=result.truncated)
+
+
+def _first_line(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.readline().strip() or None
+    except OSError:
+        return None
+
+
+def _uptime() -> float | None:
+    text = _first_line("/proc/uptime")
+    try:
+        return float(text.split()[0]) if text else None
+    except ValueError:
+        return None
