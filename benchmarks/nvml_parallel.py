@@ -36,6 +36,7 @@ def timed(lib: Any, window: float) -> tuple[float, int]:
     snapshot = collect_snapshot(nvml, window)
     elapsed = time.perf_counter() - started
     nvml.shutdown()
+    print(f"  {len(snapshot['gpus'])} GPU(s): phases {snapshot.get('phases')}")
     return elapsed, len(snapshot["gpus"])
 
 

@@ -114,7 +114,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         sources_mode(request),
         request.bundle,
         profile.name if profile else None,
-        (meta.get("host") or "unknown (bundle has no meta.json)") if request.bundle else None,
+        _bundle_host(meta) if request.bundle else None,
         note,
     )
 
@@ -129,3 +129,8 @@ def _gpu_count(results: list[CheckResult]) -> int | None:
             count = result.facts.get("gpu_count")
             return count if isinstance(count, int) else None
     return None
+
+
+def _bundle_host(meta: dict[str, object]) -> str:
+    host = meta.get("host")
+    return host if isinstance(host, str) and host else "unknown (no host in the bundle's meta.json)"

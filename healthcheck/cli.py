@@ -319,6 +319,21 @@ def rules_list(
 
 
 @app.command()
+def explain(code: str, rules: RulesOpt = None) -> None:
+    """Print what a rule id, xid.N / sxid.N or finding code means, its evidence and action."""
+
+    def body() -> int:
+        from .engine.loader import load_rules, rule_files
+        from .explain import explain_text
+
+        ruleset = load_rules(rule_files(list(rules or [])))
+        typer.echo(explain_text(code, ruleset), nl=False)
+        return 0
+
+    raise typer.Exit(_guarded(body))
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the JSON report."""
     from .report.json_report import report_schema
@@ -335,6 +350,9 @@ def _guarded(body: Any) -> int:
         return EXIT_UNKNOWN
     except KeyboardInterrupt:
         typer.echo("sitscheck: interrupted", err=True)
+        return EXIT_UNKNOWN
+    except Exception as exc:  # never a traceback and exit 1 (which monitoring reads as WARNING)
+        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
         return EXIT_UNKNOWN
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .check import Check, CheckContext, CheckOutput
 from .config import RunConfig
 from .errors import ProbeError
-from .models import CheckResult, Finding, Layer, Severity, Status, worst
+from .models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
 from .registry import BrokenCheck
 from .sources.base import Sources
 
@@ -74,7 +74,8 @@ def run_checks(
 def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     began = time.monotonic()
     try:
-        slot.output = slot.check.collect(CheckContext(sources, config, slot.deadline))
+        output = slot.check.collect(CheckContext(sources, config, slot.deadline))
+        slot.output = _validated(output, slot.check.name)
     except ProbeError as exc:
         slot.crash = str(exc)
     except Exception as exc:
@@ -82,6 +83,19 @@ def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
         where = f" at {frame[0].filename.rsplit('/', 1)[-1]}:{frame[0].lineno}" if frame else ""
         slot.crash = f"internal error{where}: {type(exc).__name__}: {exc}"
     slot.duration_s = time.monotonic() - began
+
+
+def _validated(output: object, name: str) -> CheckOutput:
+    """A plugin's output, checked on its own thread: a wrong type is that check's error only."""
+    if not isinstance(output, CheckOutput):
+        raise TypeError(f"check {name} returned {type(output).__name__}, not a CheckOutput")
+    for item in output.findings:
+        if not isinstance(item, Finding):
+            raise TypeError(f"check {name} returned a finding of type {type(item).__name__}")
+    for metric in output.metrics:
+        if not isinstance(metric, Metric):
+            raise TypeError(f"check {name} returned a metric of type {type(metric).__name__}")
+    return output
 
 
 def _result(slot: _Slot, elapsed: float) -> CheckResult:

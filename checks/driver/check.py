@@ -20,7 +20,9 @@ class DriverCheck:
     summary = "the NVIDIA driver answers and lists every expected GPU; versions agree"
     layer = Layer.DRIVER
     needs_gpu = True
-    metrics = (MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),)
+    metrics: tuple[MetricSpec, ...] = (
+        MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),
+    )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         driver = sources.driver()

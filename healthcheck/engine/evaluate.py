@@ -37,10 +37,11 @@ def evaluate_rules(
     node: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
-    base = build_activation(results, profile, params, node or {})
+    base = without_nulls(build_activation(results, profile, params, node or {}))
     node_scope = Scope(env.to_cel(base), None)
     gpu_scopes = [
-        Scope(env.to_cel({**base, "gpu": gpu}), _device(gpu)) for gpu in gpu_views(results)
+        Scope(env.to_cel({**base, "gpu": without_nulls(gpu)}), _device(gpu))
+        for gpu in gpu_views(results)
     ]
     by_name = {r.name: r for r in results}
     verdicts: list[Verdict] = []

@@ -98,7 +98,7 @@ class Nvml:
 
     def shutdown(self) -> None:
         with self._init_lock:
-            if self._initialised:
+            if self._initialised and self._stuck_at is None:  # a wedged driver: don't wait again
                 try:
                     self._caller.call(self._lib.nvmlShutdown, self._deadline_s, "nvmlShutdown")
                 except Exception:

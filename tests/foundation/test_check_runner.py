@@ -159,19 +159,12 @@ def test_select_refuses_unknown_names_listing_known_ones() -> None:
     assert "nosuch" in str(caught.value) and "driver, xid" in str(caught.value)
 
 
-WRONG_TYPE = pytest.mark.xfail(
-    strict=True,
-    reason="runner._result reads out.findings on the main thread: a plugin returning anything "
-    "but a CheckOutput (or findings that are not Findings) crashes the whole run",
-)
-
-
 @pytest.mark.parametrize(
     "output",
     [
         pytest.param(None, id="none"),
-        pytest.param({"findings": []}, id="dict", marks=WRONG_TYPE),
-        pytest.param(CheckOutput(findings=["not a finding"]), id="bad-finding", marks=WRONG_TYPE),  # type: ignore[list-item]
+        pytest.param({"findings": []}, id="dict"),
+        pytest.param(CheckOutput(findings=["not a finding"]), id="bad-finding"),  # type: ignore[list-item]
     ],
 )
 def test_a_check_returning_the_wrong_type_is_unknown_and_the_run_goes_on(

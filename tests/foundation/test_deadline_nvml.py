@@ -272,11 +272,6 @@ def test_real_pynvml_errors_map_the_same_way() -> None:
     assert Nvml(module, 1.0).read("nvmlDeviceGetName", object()).state == "gpu_lost"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Nvml.shutdown calls nvmlShutdown through the DeadlineCaller directly, bypassing the "
-    "circuit breaker: on a wedged driver closing the session costs one more deadline",
-)
 def test_shutdown_after_a_hung_call_does_not_wait_again(gate: threading.Event) -> None:
     nvml = Nvml(stand_in(nvmlDeviceGetName=lambda handle: gate.wait(), nvmlShutdown=gate.wait), 0.5)
     nvml.init()

@@ -166,11 +166,6 @@ def test_missing_or_bad_input_is_unknown_never_ok(
     assert verdict.device is not None and verdict.device.index == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="evaluate.without_nulls is defined but never applied to the activation: a null "
-    "compared with == reads as false (OK), and has() is true for a null",
-)
 @pytest.mark.parametrize("when", ["gpu.fake.remap_failure == true", "has(gpu.fake.remap_failure)"])
 def test_a_null_fact_never_reads_as_healthy_or_present(
     tmp_path: Path, env: CelEnvironment, when: str

@@ -1,0 +1,75 @@
+"""Helpers of the rule-set suite: the loaded rule set and profiles, facts edited per case."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sitscheck.assemble import mark_explanations
+from sitscheck.engine.cel import CelEnvironment
+from sitscheck.engine.evaluate import evaluate_rules
+from sitscheck.engine.loader import load_profiles, load_rules, rule_files
+from sitscheck.engine.model import Profile, RuleSet
+from sitscheck.models import CheckResult, Status, Verdict
+
+ENV = CelEnvironment()
+RULESET = load_rules(rule_files([]), ENV)
+PROFILES = load_profiles([])
+
+Edits = dict[str, dict[str, Any]]  # "check" (node facts) or "check@gpu" -> {dotted path: value}
+
+
+def stats(value: float) -> dict[str, float]:
+    return {"min": value, "mean": value, "p95": value, "max": value}
+
+
+def edited(results: list[CheckResult], edits: Edits) -> list[CheckResult]:
+    out = [r.model_copy(deep=True) for r in results]
+    by_name = {r.name: r for r in out}
+    for key, values in edits.items():
+        check, _, gpu = key.partition("@")
+        facts = by_name[check].facts
+        target = facts if not gpu else next(g for g in facts["gpus"] if g["index"] == int(gpu))
+        for path, value in values.items():
+            _set(target, path, copy.deepcopy(value))
+    return out
+
+
+def _set(record: Any, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        record = record[int(part)] if isinstance(record, list) else record.setdefault(part, {})
+    if value is None and isinstance(record, dict):
+        record.pop(last, None)
+    elif isinstance(record, list):
+        record[int(last)] = value
+    else:
+        record[last] = value
+
+
+def profile_of(spec: str | dict[str, Any] | None) -> Profile | None:
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return PROFILES[spec]
+    return Profile(spec["name"], "test.yaml", spec, spec.get("params", {}))
+
+
+def evaluate(
+    results: list[CheckResult], profile: Profile | None, site: dict[str, Any] | None = None
+) -> list[Verdict]:
+    ruleset = RULESET
+    if site:
+        ruleset = RuleSet(RULESET.rules, RULESET.params, site, RULESET.files)
+    return mark_explanations(evaluate_rules(ruleset, results, profile, ENV))
+
+
+def fired_on(verdicts: list[Verdict], rule: str) -> list[int | None]:
+    """GPUs (None: the node) a rule fired on, info rules included (their status stays ok)."""
+    out = []
+    for v in verdicts:
+        if v.rule != rule or v.status in (Status.UNKNOWN, Status.SKIPPED):
+            continue
+        if v.status != Status.OK or v.device is not None:
+            out.append(v.device.index if v.device else None)
+    return sorted(out, key=lambda i: -1 if i is None else i)

@@ -1,0 +1,196 @@
+"""`sitscheck explain CODE` (explain.py over codes.py, the Xid catalog and the rule set), and
+the finding-code table against what the checks actually raise."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from rule_scenarios import TESTS
+from sitscheck import codes
+from sitscheck.cli import app
+from sitscheck.engine.loader import load_rules, rule_files
+from sitscheck.errors import ConfigError
+from sitscheck.explain import explain, explain_text, normalise
+from typer.testing import CliRunner
+
+RULESET = load_rules(rule_files([]))
+CHECKS = TESTS.parent / "checks"
+_LITERAL = re.compile(r"""\bcode=(f?)"([^"]+)\"""")
+# Every code template the checks build with an f-string, and what it expands to.
+TEMPLATES = {
+    "driver.{driver.state}": {"driver.absent", "driver.not_loaded"},
+    "driver.{gpu.state}": {
+        "driver.gpu_lost",
+        "driver.reset_required",
+        "driver.error",
+        "driver.timeout",
+        "driver.no_permission",
+        "driver.not_supported",
+    },
+    "pcie_aer.uncorrected_{severity}": {
+        "pcie_aer.uncorrected_fatal",
+        "pcie_aer.uncorrected_nonfatal",
+    },
+    "pcie_aer.counter_{kind}": {"pcie_aer.counter_fatal", "pcie_aer.counter_nonfatal"},
+    "{group.kind}.{group.code}": set(),  # xid.N / sxid.N: the Xid catalog's
+}
+
+
+def emitted_codes() -> tuple[set[str], set[str]]:
+    literals: set[str] = set()
+    templates: set[str] = set()
+    for path in sorted(CHECKS.rglob("*.py")):
+        for is_f, code in _LITERAL.findall(path.read_text()):
+            (templates if is_f else literals).add(code)
+    return literals, templates
+
+
+def test_every_code_the_checks_raise_is_documented() -> None:
+    literals, templates = emitted_codes()
+    assert literals, "no code= found: the scan is broken"
+    assert templates == set(TEMPLATES), "a check builds a new code template: document it"
+    expected = literals.union(*TEMPLATES.values())
+    assert expected - set(codes.CODES) == set()
+    assert set(codes.CODES) - expected == set(), "documented codes no check raises"
+
+
+def test_every_code_has_a_severity_an_action_and_a_checks_evidence() -> None:
+    for code in codes.CODES:
+        assert code in codes.SEVERITY and code in codes.ACTION, code
+        check = codes.check_of(code)
+        assert check in codes.CHECK_LAYER and check in codes.CHECK_EVIDENCE, code
+
+
+def test_the_driver_states_in_the_table_are_the_sources_states() -> None:
+    from typing import get_args
+
+    from sitscheck.sources.base import DriverState
+    from sitscheck.sources.nvml import ReadingState
+
+    assert TEMPLATES["driver.{driver.state}"] == {
+        f"driver.{s}" for s in get_args(DriverState) if s != "present"
+    }
+    assert TEMPLATES["driver.{gpu.state}"] == {
+        f"driver.{s}" for s in get_args(ReadingState) if s != "ok"
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "wanted"),
+    [
+        ("xid.79", "xid.79"),
+        ("Xid 79", "xid.79"),
+        ("XID79", "xid.79"),
+        ("79", "xid.79"),
+        ("SXid 12028", "sxid.12028"),
+        ("sxid.012028", "sxid.12028"),
+        (" Quick_Check.Thermal_DFS ", "quick_check.thermal_dfs"),
+    ],
+)
+def test_codes_are_normalised(given: str, wanted: str) -> None:
+    assert normalise(given) == wanted
+
+
+def test_a_rule_says_what_it_means_reads_and_asks() -> None:
+    text = explain_text("quick_check.fell_off_bus_pcie", RULESET)
+    assert text.startswith("quick_check.fell_off_bus_pcie: rule (rules/quick-check.yaml:")
+    for label in ("meaning:", "layer:", "severity:", "source:", "evidence:", "reads:", "action:"):
+        assert f"  {label}" in text, label
+    assert "hardware" in text and "critical" in text
+    assert "gpu.xid.fallen_off_bus" in text and "gpu.pcie_aer.events.fatal" in text
+    assert "explains:" in text and "xid.79" in text
+    assert "power-cycle" in text
+
+
+def test_a_rules_params_show_their_values_and_a_site_override(tmp_path: Path) -> None:
+    assert "temp_dfs_c = 83" in explain_text("quick_check.thermal_dfs", RULESET)
+    site = tmp_path / "site.yaml"
+    site.write_text("params:\n  temp_dfs_c: 86\n")
+    ruleset = load_rules(rule_files([site]))
+    assert "temp_dfs_c = 86 (site file)" in explain_text("quick_check.thermal_dfs", ruleset)
+
+
+def test_a_symptom_names_the_rules_that_explain_it() -> None:
+    text = explain_text("pcie_aer.corrected_rate", RULESET)
+    assert "explained by:" in text
+    assert "quick_check.degraded_link_aer" in text and "quick_check.pcie_signal_integrity" in text
+
+
+def test_an_xid_comes_from_the_catalog() -> None:
+    text = explain_text("Xid 79", RULESET)
+    assert text.startswith("xid.79: Xid 79 (GPU_HAS_FALLEN_OFF_THE_BUS)")
+    assert "fallen off the bus" in text
+    assert "critical" in text and "driver" in text
+    assert "explained by:  quick_check.fell_off_bus_pcie" in text
+    assert "reboot" in text
+    assert explain("xid.48", RULESET).kind == "xid"
+    assert "quick_check.memory_dbe_confirmed" in explain_text("xid.48", RULESET)
+    unknown = explain_text("xid.9999", RULESET)
+    assert "not in this catalog" in unknown
+
+
+def test_an_sxid_comes_from_the_catalog() -> None:
+    explanation = explain("sxid.12028", RULESET)
+    assert explanation.kind == "sxid"
+    assert "NVSwitch" in explain_text("sxid.12028", RULESET)
+
+
+def test_a_finding_code_comes_from_the_codes_table() -> None:
+    text = explain_text("pcie_link.width_degraded", RULESET)
+    assert text.startswith("pcie_link.width_degraded: finding of the pcie_link check")
+    assert "70 %" in text and "warning" in text and "hardware" in text
+    assert "explained by:  quick_check.degraded_link_aer" in text
+    assert "reseat" in text
+
+
+def test_every_rule_and_every_code_explains() -> None:
+    for rule in RULESET.rules:
+        text = explain_text(rule.id, RULESET)
+        assert "  action:" in text and "  source:" in text, rule.id
+    for code in codes.CODES:
+        assert "  action:" in explain_text(code, RULESET), code
+
+
+def test_an_unknown_code_is_an_error_with_close_matches() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean pcie_link\.width_degraded"):
+        explain("pcie_link.width_degrade", RULESET)
+    with pytest.raises(ConfigError, match="no rule, Xid or finding code named 'nonsense'"):
+        explain("nonsense", RULESET)
+
+
+def test_the_cli_command() -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["explain", "quick_check.nvlink_down_fabric"])
+    assert result.exit_code == 0, result.output
+    assert "fabric manager" in result.output
+    result = runner.invoke(app, ["explain", "no.such_code"])
+    assert result.exit_code == 3
+    assert "no rule, Xid or finding code" in result.output
+
+
+def test_the_cli_reads_extra_rule_files(tmp_path: Path) -> None:
+    extra = tmp_path / "site.yaml"
+    extra.write_text(
+        "rules:\n"
+        "  - id: site.custom\n"
+        "    when: 'true'\n"
+        "    severity: info\n"
+        "    message: a site rule\n"
+        "    description: a rule a site added\n"
+        "    source: the site's runbook\n"
+    )
+    result = CliRunner().invoke(app, ["explain", "site.custom", "--rules", str(extra)])
+    assert result.exit_code == 0, result.output
+    assert "a rule a site added" in result.output and "the site's runbook" in result.output
+
+
+def test_rules_list_shows_every_rule_with_its_source() -> None:
+    result = CliRunner().invoke(app, ["rules", "list"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.output.splitlines() if line.strip()}
+    for rule in RULESET.rules:
+        if rule.id.startswith("quick_check."):
+            assert rule.id in rows
+            assert rows[rule.id].rstrip().endswith((rule.source or "").strip()[-20:])
