@@ -1,0 +1,104 @@
+"""Bundles recorded on real H200 nodes (the lent device machine) replay as healthy nodes.
+
+2×H200 (idle, and a PyTorch bf16 GEMM load) and 4×H200 (idle, load), recorded with
+`sitscheck collect` / `collect --load`. A healthy idle H200 draws ~80 W of 700 W; a loaded one
+sits at its power cap with the SW-power-cap clock reason and clocks below max. Neither may
+raise anything above ok, and the facts must show what the node really was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sitscheck.app import RunRequest, execute
+from sitscheck.config import RunConfig
+from sitscheck.models import Report, Severity, Status
+
+BUNDLES = Path(__file__).resolve().parent.parent / "bundles"
+RECORDED = {
+    "h200x2-idle-v0": (BUNDLES / "h200x2-idle-v0", 2, False),
+    "h200x2-load-v0": (BUNDLES.parent / "gpu" / "bundles" / "h200x2-load-v0", 2, True),
+    "h200x4-idle": (BUNDLES / "h200x4-idle", 4, False),
+    "h200x4-load": (BUNDLES / "h200x4-load", 4, True),
+}
+
+
+def replay(path: Path) -> Report:
+    return execute(RunRequest(RunConfig(), str(path)))
+
+
+def facts(report: Report, check: str) -> dict[str, Any]:
+    result = report.check(check)
+    assert result is not None, check
+    return result.facts
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_a_recorded_healthy_node_raises_nothing(name: str) -> None:
+    path, gpus, _loaded = RECORDED[name]
+    report = replay(path)
+    above_ok = [
+        (c.name, f.code)
+        for c in report.checks
+        for f in c.findings
+        if f.severity in (Severity.WARNING, Severity.CRITICAL, Severity.UNKNOWN)
+    ] + [(v.rule, v.message) for v in report.verdicts if v.status.rank > Status.OK.rank]
+    assert above_ok == []
+    assert report.status == Status.OK and report.exit_code == 0
+    assert report.profile == "h200-sxm"
+    assert facts(report, "driver")["gpu_count"] == gpus
+    ran = [c.name for c in report.checks if c.status != Status.SKIPPED]
+    assert set(ran) >= {
+        "driver",
+        "gpu_telemetry",
+        "pcie_link",
+        "memory_errors",
+        "nvlink",
+        "topology",
+        "xid",
+        "pcie_aer",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_the_recorded_topology_is_all_nv18(name: str) -> None:
+    path, gpus, _loaded = RECORDED[name]
+    topo = facts(replay(path), "topology")
+    assert topo["gpus"] == [f"GPU{i}" for i in range(gpus)]
+    pairs = [
+        link
+        for link in topo["links"]
+        if link["a"].startswith("GPU") and link["b"].startswith("GPU")
+    ]
+    assert len(pairs) == gpus * (gpus - 1)
+    assert {link["kind"] for link in pairs} == {"NV18"}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_the_recorded_load_shows_in_the_telemetry(name: str) -> None:
+    path, gpus, loaded = RECORDED[name]
+    telemetry = facts(replay(path), "gpu_telemetry")["gpus"]
+    assert len(telemetry) == gpus
+    for gpu in telemetry:
+        power, limit = gpu["power_w"]["mean"], gpu["power_limit_w"]
+        assert limit == 700.0
+        if loaded:
+            assert gpu["util_gpu_pct"]["mean"] > 90
+            assert power > 0.95 * limit  # at the cap, as a healthy loaded H200 is
+            assert gpu["clock_reasons"]["sw_power_cap"] > 0.5
+            assert gpu["sm_clock_mhz"]["max"] < gpu["sm_clock_max_mhz"]
+        else:
+            assert gpu["util_gpu_pct"]["mean"] < 5
+            assert 60 < power < 130  # idle H200: ~80 W of 700
+            assert gpu["clock_reasons"]["gpu_idle"] > 0.5
+
+
+def test_the_recorded_bundles_hold_real_nvml_readings() -> None:
+    for path, gpus, loaded in RECORDED.values():
+        snapshot = json.loads((path / "nvml.json").read_text())
+        assert snapshot["format"] == "sitscheck-nvml" and snapshot["device_count"] == gpus
+        assert {g["name"] for g in snapshot["gpus"]} == {"NVIDIA H200"}
+        assert (snapshot.get("load") or {}).get("engine") == ("torch" if loaded else None)
