@@ -41,6 +41,7 @@ VIOLATION_POLICIES = {
 }
 FIELD_MEMORY_TEMP = 82
 FIELD_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+IO_PERIOD_S = 1.0
 P2P_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK
 GPM_METRICS = {"sm_util": 2, "sm_occupancy": 3, "tensor_active": 5, "dram_bw_util": 10}
 RETIRED_CAUSES = {"sbe": 0, "dbe": 1}
@@ -332,8 +333,13 @@ def _sample_window(
     started = time.monotonic()
     deadline = started + max(window_s, 0.0)
     gpm.take()
+    io_due = started
     while True:
-        samples.append(_sample(rec, handle, round(time.monotonic() - started, 3)))
+        now = time.monotonic()
+        with_io = now >= io_due
+        if with_io:  # each throughput read blocks ~20 ms in the driver: once a second is enough
+            io_due = now + IO_PERIOD_S
+        samples.append(_sample(rec, handle, round(now - started, 3), with_io))
         stuck = nvml.stuck_at is not None
         if "lost" in gpu or stuck or time.monotonic() + interval_s > deadline:
             break
@@ -351,12 +357,12 @@ def _sample_window(
     gpu["sampled_s"] = round(time.monotonic() - started, 3)
 
 
-def _sample(rec: _Recorder, handle: Any, at: float) -> dict[str, Any]:
+def _sample(rec: _Recorder, handle: Any, at: float, with_io: bool) -> dict[str, Any]:
     util = rec.read("utilization", "nvmlDeviceGetUtilizationRates", handle)
     reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
     if not reasons.ok:
         reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
-    return {
+    sample = {
         "t": at,
         "util_gpu": getattr(util, "gpu", None),
         "util_mem": getattr(util, "memory", None),
@@ -366,9 +372,11 @@ def _sample(rec: _Recorder, handle: Any, at: float) -> dict[str, Any]:
         "temp_c": rec.read("temperature.gpu", "nvmlDeviceGetTemperature", handle, TEMP_GPU),
         "mem_temp_c": _field_value(rec, "temperature.memory", handle, FIELD_MEMORY_TEMP),
         "clock_event_reasons": rec.keep("clock_event_reasons", reasons),
-        "pcie_tx_kbps": rec.read("pcie.tx", "nvmlDeviceGetPcieThroughput", handle, PCIE_TX),
-        "pcie_rx_kbps": rec.read("pcie.rx", "nvmlDeviceGetPcieThroughput", handle, PCIE_RX),
     }
+    if with_io:
+        sample["pcie_tx_kbps"] = rec.read("pcie.tx", "nvmlDeviceGetPcieThroughput", handle, PCIE_TX)
+        sample["pcie_rx_kbps"] = rec.read("pcie.rx", "nvmlDeviceGetPcieThroughput", handle, PCIE_RX)
+    return sample
 
 
 class _GpmSampler:
