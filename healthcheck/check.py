@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .config import RunConfig
 from .errors import ProbeTimeout
-from .models import Finding, Layer, Metric
-from .sources.base import Sources
+from .status import Layer
+
+if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load checks
+    from .config import RunConfig
+    from .models import Finding, Metric
+    from .sources.base import Sources
 
 
 @dataclass(frozen=True, slots=True)

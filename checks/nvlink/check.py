@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from sitscheck import gpu_view
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
-from sitscheck.config import RunConfig
-from sitscheck.models import Layer
-from sitscheck.sources.base import Sources
+from typing import TYPE_CHECKING
 
-from .judge import judge
+from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.status import Layer
+
+if TYPE_CHECKING:
+    from sitscheck.config import RunConfig
+    from sitscheck.sources.base import Sources
 
 
 class NvlinkCheck:
@@ -22,7 +23,13 @@ class NvlinkCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        from sitscheck import gpu_view
+
         return gpu_view.skip_unless_driver(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
+        from sitscheck import gpu_view
+
+        from .judge import judge
+
         return gpu_view.collect_with(ctx.sources, judge)

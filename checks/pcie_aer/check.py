@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
-from sitscheck.config import RunConfig
-from sitscheck.gpus import GpuRef, known_gpus
-from sitscheck.kernlog.scan import kernel_events
-from sitscheck.models import Layer, Metric
-from sitscheck.sources.base import Sources
-from sitscheck.sources.pci import device_path, upstream_chain
+from sitscheck.check import MetricSpec
+from sitscheck.status import Layer
 
-from .counters import DEVICE_COUNTERS, ROOTPORT_COUNTERS, parse_device_counters, parse_total
-from .judge import GpuPath, findings, gpu_summary
-
-_GEN_BY_SPEED = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
+if TYPE_CHECKING:
+    from sitscheck.check import CheckContext, CheckOutput
+    from sitscheck.config import RunConfig
+    from sitscheck.sources.base import Sources
 
 
 class PcieAerCheck:
@@ -29,79 +24,11 @@ class PcieAerCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        if sources.kernel_log().lines is None and not known_gpus(sources):
-            return "no kernel log and no GPUs in sysfs to read AER evidence from"
-        return None
+        from .impl import PcieAerImpl
+
+        return PcieAerImpl().applicable(sources, config)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        scan = kernel_events(ctx.sources)
-        paths = [self._path(ctx.sources, gpu) for gpu in known_gpus(ctx.sources)]
-        not_judged = []
-        if not scan.available:
-            not_judged.append(f"kernel log: {scan.reason}")
-        if paths and not any(p.counters for p in paths):
-            not_judged.append(
-                "AER counters are not exposed in sysfs for any GPU path (kernel without AER "
-                "support or ports without the AER capability): only the kernel log was read"
-            )
-        summaries = [gpu_summary(p, scan.aer) for p in paths]
-        for summary in summaries:
-            if summary["corrected_per_min"] is None:
-                not_judged.append(
-                    f"GPU {summary['index']}: corrected-error rate "
-                    "(the log's timestamps are not absolute)"
-                )
-        return CheckOutput(
-            findings=findings(paths, scan.aer, scan.source),
-            metrics=self._metrics(paths, scan.aer),
-            facts={
-                "events": [e.to_fact() for e in scan.aer],
-                "gpus": summaries,
-                "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
-            },
-            not_judged=not_judged,
-            error=None if scan.available or paths else scan.reason,
-        )
+        from .impl import PcieAerImpl
 
-    def _path(self, sources: Sources, gpu: GpuRef) -> GpuPath:
-        sysfs = sources.sysfs
-        location = device_path(sysfs, gpu.pci_bus_id) if gpu.pci_bus_id else None
-        ports = (
-            upstream_chain(location) if location else ([gpu.pci_bus_id] if gpu.pci_bus_id else [])
-        )
-        path = GpuPath(gpu, ports)
-        if location is None:
-            return path
-        parts = location.split("/")
-        for bus in ports:
-            folder = "/".join(parts[: parts.index(bus) + 1])
-            counts: dict[str, int] = {}
-            for filename, kind in DEVICE_COUNTERS.items():
-                text = sysfs.read_text(f"{folder}/{filename}")
-                if text is not None:
-                    counts[kind] = parse_device_counters(text).get("TOTAL", 0)
-            for filename, kind in ROOTPORT_COUNTERS.items():
-                text = sysfs.read_text(f"{folder}/{filename}")
-                total = parse_total(text) if text is not None else None
-                if total is not None:
-                    counts[kind] = total
-            if counts:
-                path.counters[bus] = counts
-        speed = (sysfs.read_text(f"{location}/max_link_speed") or "").split(" ")[0]
-        path.link_gen_max = _GEN_BY_SPEED.get(speed)
-        return path
-
-    def _metrics(self, paths: list[GpuPath], events: Sequence[object]) -> list[Metric]:
-        metrics = [
-            Metric(
-                name="hw.errors",
-                value=count,
-                unit="{error}",
-                labels={"device": bus, "severity": kind, "error.type": f"pcie_aer_{kind}"},
-            )
-            for path in paths
-            for bus, counts in path.counters.items()
-            for kind, count in counts.items()
-        ]
-        metrics.append(Metric(name="sitscheck.pcie.aer.events", value=len(events), unit="{event}"))
-        return metrics
+        return PcieAerImpl().collect(ctx)

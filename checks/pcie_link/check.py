@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from sitscheck import gpu_view
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
-from sitscheck.config import RunConfig
-from sitscheck.models import Layer
-from sitscheck.sources.base import Sources
-from sitscheck.sources.files import FileTree
-from sitscheck.sources.pci import device_path, upstream_chain
+from typing import TYPE_CHECKING
 
-from .judge import Chain, judge
-from .links import PortLink, parse_gen, parse_width
+from sitscheck.check import MetricSpec
+from sitscheck.status import Layer
+
+if TYPE_CHECKING:
+    from sitscheck.check import CheckContext, CheckOutput
+    from sitscheck.config import RunConfig
+    from sitscheck.sources.base import Sources
 
 
 class PcieLinkCheck:
@@ -28,39 +27,11 @@ class PcieLinkCheck:
     )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        return gpu_view.skip_unless_driver(sources)
+        from .impl import PcieLinkImpl
+
+        return PcieLinkImpl().applicable(sources, config)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        def with_sysfs(fleet: gpu_view.GpuFleet) -> CheckOutput:
-            chains: dict[int, Chain] = {}
-            for gpu in fleet.gpus:
-                if gpu.pci_bus_id and gpu.lost is None:
-                    ctx.ensure_time("reading sysfs PCIe links")
-                    chains[gpu.index] = read_chain(ctx.sources.sysfs, gpu.pci_bus_id)
-            return judge(fleet, chains)
+        from .impl import PcieLinkImpl
 
-        return gpu_view.collect_with(ctx.sources, with_sysfs)
-
-
-def read_chain(sysfs: FileTree, bus_id: str) -> Chain:
-    """The GPU's path in sysfs with each device's link files, or why there is none."""
-    path = device_path(sysfs, bus_id)
-    if path is None:
-        return f"{bus_id} not found under {sysfs.root}"
-    chain: list[PortLink] = []
-    parts = path.split("/")
-    bus_ids = upstream_chain(path)
-    for bdf in bus_ids:
-        folder = "/".join(parts[: parts.index(bdf) + 1])
-        chain.append(
-            PortLink(
-                bus_id=bdf,
-                path=folder,
-                role="gpu" if bdf == bus_ids[-1] else "port",
-                width_current=parse_width(sysfs.read_text(f"{folder}/current_link_width")),
-                width_max=parse_width(sysfs.read_text(f"{folder}/max_link_width")),
-                gen_current=parse_gen(sysfs.read_text(f"{folder}/current_link_speed")),
-                gen_max=parse_gen(sysfs.read_text(f"{folder}/max_link_speed")),
-            )
-        )
-    return chain
+        return PcieLinkImpl().collect(ctx)

@@ -14,7 +14,7 @@ from sitscheck.checks.driver.inventory import from_query_rows, from_snapshot, ju
 from sitscheck.checks.gpu_telemetry.reasons import decode, fractions
 from sitscheck.checks.memory_errors.judge import judge as judge_memory
 from sitscheck.checks.nvlink.judge import judge as judge_nvlink
-from sitscheck.checks.pcie_link.check import read_chain
+from sitscheck.checks.pcie_link.impl import read_chain
 from sitscheck.checks.pcie_link.judge import judge as judge_pcie
 from sitscheck.checks.pcie_link.links import parse_gen, parse_width
 from sitscheck.gpu_view import from_smi, group_notes, stats

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from corpus_paths import corpus_root
 from sitscheck.check import Check
-from sitscheck.checks.tensorrt.check import TensorrtCheck, display_name
+from sitscheck.checks.tensorrt.check import TensorrtCheck
+from sitscheck.checks.tensorrt.impl import display_name
 from sitscheck.config import RunConfig
 from sitscheck.models import Severity, Status
 from sitscheck.registry import discover

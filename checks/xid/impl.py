@@ -1,0 +1,57 @@
+"""The work of the `xid` check: kernel log → Xid/SXid events → findings per GPU and code."""
+
+from __future__ import annotations
+
+from sitscheck.check import CheckContext, CheckOutput
+from sitscheck.config import RunConfig
+from sitscheck.gpus import known_gpus
+from sitscheck.kernlog.scan import kernel_events
+from sitscheck.models import Metric
+from sitscheck.sources.base import Sources
+
+from .judge import findings, gpu_summaries, group_events
+
+
+class XidImpl:
+    """The work behind `XidCheck` (imported only when the check runs)."""
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        stream = sources.kernel_log()
+        return None if stream.lines is not None else f"no kernel log: {stream.reason}"
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        scan = kernel_events(ctx.sources)
+        if not scan.available:
+            return CheckOutput(error=f"kernel log could not be read: {scan.reason}")
+        gpus = known_gpus(ctx.sources)
+        groups = group_events(scan.xid)
+        return CheckOutput(
+            findings=findings(groups, gpus, self._recovery(ctx), scan.source),
+            metrics=[
+                Metric(
+                    name="sitscheck.gpu.xid.events",
+                    value=len(group.events),
+                    unit="{event}",
+                    labels={
+                        "xid": str(group.code),
+                        "kind": group.kind,
+                        "device": group.device or "",
+                    },
+                )
+                for group in groups
+            ],
+            facts={
+                "events": [e.to_fact() for e in scan.xid],
+                "gpus": gpu_summaries(groups, gpus),
+                "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
+            },
+        )
+
+    def _recovery(self, ctx: CheckContext) -> dict[int, int]:
+        snapshot, _ = ctx.sources.gpu_snapshot()
+        out: dict[int, int] = {}
+        for gpu in (snapshot or {}).get("gpus") or []:
+            value = gpu.get("recovery_action")
+            if isinstance(value, int) and isinstance(gpu.get("index"), int):
+                out[gpu["index"]] = value
+        return out
