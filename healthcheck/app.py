@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import interrupt
 from .assemble import build_report
 from .check import Check
 from .config import SITE_DIR, RunConfig
@@ -98,14 +99,14 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     ruleset = load_rules(rule_files(dirs), env)  # a broken rule file stops the run up front
     profiles = load_profiles(dirs)
     with open_sources(request, wrap) as sources:
-        results = run_checks(selected_checks(config), sources, config)
+        results = run_checks(interrupt.guard(selected_checks(config)), sources, config)
         driver = sources.driver()
         meta = sources.meta()
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
     verdicts = evaluate_rules(ruleset, results, profile, env, node)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
-    note = f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None
+    note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
     return build_report(
         results,
         verdicts,

@@ -155,7 +155,13 @@ def _run(
 
 
 def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
-    report = _execute_and_deliver(config, request, specs, otlp_settings)
+    from .interrupt import EXIT_INTERRUPTED, interruptible
+
+    with interruptible() as interrupt:  # SIGTERM/SIGINT: partial report, children killed
+        report = _execute_and_deliver(config, request, specs, otlp_settings)
+    if interrupt.triggered:
+        typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
+        return EXIT_INTERRUPTED
     if any(spec.name == "npd" for spec in specs):
         from .report.npd import npd_exit_code
 
@@ -178,8 +184,10 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
     deliver(report, specs, config.verbose)
     if otlp_settings.endpoint:
         from .export.otel import export_report
+        from .interrupt import time_left
 
-        result = export_report(report, otlp_settings, config.state_dir, timeout_s=15.0)
+        budget = time_left(15.0)  # interrupted: what is left of the grace (the rest is spooled)
+        result = export_report(report, otlp_settings, config.state_dir, timeout_s=budget)
         if result.errors:
             typer.echo(f"sitscheck: {result.summary()}", err=True)
     return report

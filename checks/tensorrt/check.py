@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from sitscheck.config import RunConfig
     from sitscheck.sources.base import Sources
 
+    from .probe import Spawn
+
 
 class TensorrtCheck:
     name = "tensorrt"
@@ -30,12 +32,15 @@ class TensorrtCheck:
         MetricSpec("sitscheck.trt.errors", "{error}", "error messages in TensorRT logs"),
     )
 
+    def __init__(self, spawn: Spawn | None = None) -> None:
+        self._spawn = spawn  # how the probe starts its per-GPU builds (tests inject one)
+
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         from .impl import TensorrtImpl
 
-        return TensorrtImpl().applicable(sources, config)
+        return TensorrtImpl(self._spawn).applicable(sources, config)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
         from .impl import TensorrtImpl
 
-        return TensorrtImpl().collect(ctx)
+        return TensorrtImpl(self._spawn).collect(ctx)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import IDLE, replay
+from conftest import replay
 from rule_scenarios import BUNDLES, expected, materialise, names
 from sitscheck.models import Report, Status
 from sitscheck.report.table import render_text
@@ -19,11 +19,15 @@ from sitscheck.report.table import render_text
 SCENARIOS = names()
 ABOVE_OK = (Status.WARNING, Status.CRITICAL, Status.UNKNOWN)
 FIRED = (Status.WARNING, Status.CRITICAL)
-HEALTHY = [
-    IDLE,
-    BUNDLES / "faults" / "busy-h200x2",  # synthesised from measured H200 load figures
-    BUNDLES.parent / "gpu" / "bundles" / "h200x2-load-v0",  # recorded under a bf16 GEMM
-]
+# Every recorded H200 node (idle and under load), and the busy variant synthesised from the
+# measured H200 load figures.
+HEALTHY = sorted(
+    [
+        *BUNDLES.glob("h200x*"),
+        *(BUNDLES.parent / "gpu" / "bundles").glob("h200x*"),
+        BUNDLES / "faults" / "busy-h200x2",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +57,10 @@ def verdicts_above_ok(report: Report) -> list[dict[str, Any]]:
 def _sorted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [{**r, "explained_by": sorted(set(r.get("explained_by", [])))} for r in rows]
     return sorted(out, key=lambda r: (r["rule"], -1 if r["gpu"] is None else r["gpu"]))
+
+
+def test_the_recorded_healthy_bundles_are_found() -> None:
+    assert {"h200x2-idle-v0", "busy-h200x2"} <= {b.name for b in HEALTHY}
 
 
 def test_at_least_twelve_scenarios_with_the_seeds_worked_example() -> None:
@@ -141,8 +149,6 @@ def test_the_seeds_worked_example_reads_as_the_seed_says(reports: dict[str, Repo
 
 @pytest.mark.parametrize("bundle", HEALTHY, ids=[b.name for b in HEALTHY])
 def test_recorded_healthy_h200_bundles_give_no_verdict_above_ok(bundle: Path) -> None:
-    if not bundle.is_dir():
-        pytest.skip(f"{bundle} not in this checkout")
     report = replay(bundle)
     assert report.profile == "h200-sxm"
     assert [(v.rule, _gpu(v), v.reason) for v in report.verdicts if v.status in ABOVE_OK] == []

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sitscheck.checks.tensorrt.check import bounded_lines, read_log
+from sitscheck.checks.tensorrt.impl import bounded_lines, read_log
 from sitscheck.checks.tensorrt.parse import MAX_LINE_CHARS
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import SEED_EXAMPLE, collect, make_bundle

@@ -1,0 +1,253 @@
+"""SIGTERM and SIGINT in the middle of `sitscheck run`: finish at once with what is known.
+
+`with interruptible() as interrupt:` around one run installs handlers for both signals. On the
+first one:
+
+- every child process is killed with SIGKILL: the commands sitscheck started (each leads its
+  own process group, see `sources/command.py`) with everything in their groups, and the
+  `--load` probe. A command stuck in the kernel that ignores SIGTERM is not waited for;
+- every check that has not finished ends at once as UNKNOWN ("interrupted by SIGTERM before
+  it finished"); checks that finished keep their results. Checks run on the runner's threads;
+  `guard()` runs each check's own work on one more thread, so the runner's thread can give up
+  on it the moment the signal comes (the work, like a timed-out check's, is abandoned);
+- the rules run and the report is delivered as usual: a partial report (files are replaced
+  atomically), with the interruption in its headline. The caller exits 3 (unknown).
+
+A second signal, or a run still not finished `GRACE_S` seconds after the first (a report file
+on a hung filesystem, a wedged driver in NVML shutdown), kills the children again and exits 3
+at once. Outside `interruptible()` (the `daemon` command has its own handlers, a library
+caller has none) `guard()` and `note()` change nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from .errors import ProbeError
+
+if TYPE_CHECKING:
+    from .check import Check, CheckContext, CheckOutput
+    from .config import RunConfig
+    from .models import Layer
+    from .registry import BrokenCheck
+    from .sources.base import Sources
+
+EXIT_INTERRUPTED = 3
+GRACE_S = 5.0
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+_active: Interrupt | None = None
+
+
+class Interrupted(ProbeError):
+    """A check ended by a signal before it finished (the runner reports it UNKNOWN)."""
+
+
+class Interrupt:
+    """What one run knows of a signal; `trigger` is what the handler does."""
+
+    def __init__(
+        self,
+        grace_s: float = GRACE_S,
+        kill: Callable[[], object] | None = None,
+        exit_now: Callable[[int], object] = os._exit,
+    ) -> None:
+        self.grace_s = grace_s
+        self.signum: int | None = None
+        self.at: float | None = None
+        self._kill = kill or kill_children
+        self._exit_now = exit_now
+        self._lock = threading.Lock()
+        self._waiters: set[_Done] = set()
+        self._timer: threading.Timer | None = None
+
+    @property
+    def triggered(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def signal_name(self) -> str:
+        if self.signum is None:
+            return "no signal"
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+    def trigger(self, signum: int) -> None:
+        """First signal: kill the children, end the unfinished checks, start the grace timer.
+        Second: kill the children and exit now."""
+        if self.signum is not None:
+            self._kill()
+            self._exit_now(EXIT_INTERRUPTED)
+            return
+        self.signum = signum
+        self.at = time.monotonic()
+        self._kill()
+        with self._lock:
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            waiter.set()
+        timer = threading.Timer(self.grace_s, self._give_up)
+        timer.daemon = True
+        timer.name = "sitscheck-interrupt-grace"
+        self._timer = timer
+        timer.start()
+
+    def _give_up(self) -> None:
+        self._kill()
+        self._exit_now(EXIT_INTERRUPTED)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def time_left(self, budget_s: float) -> float:
+        """`budget_s`, or less: what is left of the grace period (minus a margin) once
+        interrupted, so a slow step (the OTLP export) cannot outlast it."""
+        if self.at is None:
+            return budget_s
+        left = self.at + self.grace_s - time.monotonic() - 1.0
+        return max(min(budget_s, left), 0.0)
+
+    def check(self, what: str) -> None:
+        if self.signum is not None:
+            raise Interrupted(f"interrupted by {self.signal_name} before {what}")
+
+    def wait(self, done: _Done) -> None:
+        """Until `done` is set by the work that finished, or the signal comes (`Interrupted`)."""
+        with self._lock:
+            self._waiters.add(done)
+        try:
+            if self.signum is None:  # a signal before the registration is seen here instead
+                done.wait()
+        finally:
+            with self._lock:
+                self._waiters.discard(done)
+        if not done.finished:
+            self.check("it finished")
+
+    def guard(self, checks: list[Check | BrokenCheck]) -> list[Check | BrokenCheck]:
+        from .registry import BrokenCheck
+
+        return [c if isinstance(c, BrokenCheck) else _Guarded(c, self) for c in checks]
+
+
+class _Done(threading.Event):
+    """Set when the work ended (then `finished`) or when a signal wakes its waiter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished = False
+
+
+class _Guarded:
+    """A check whose `collect` the runner can abandon the moment a signal comes."""
+
+    def __init__(self, check: Check, interrupt: Interrupt) -> None:
+        self._check = check
+        self._interrupt = interrupt
+        self.name: str = check.name
+        self.summary: str = check.summary
+        self.layer: Layer = check.layer
+        self.needs_gpu: bool = check.needs_gpu
+        self.metrics = check.metrics
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        self._interrupt.check("deciding whether it applies")
+        return self._check.applicable(sources, config)
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        self._interrupt.check("it started")
+        done = _Done()
+        outcome: list[CheckOutput | BaseException] = []
+
+        def work() -> None:
+            try:
+                outcome.append(self._check.collect(ctx))
+            except BaseException as exc:  # handed to the runner's thread below
+                outcome.append(exc)
+            finally:
+                done.finished = True
+                done.set()
+
+        threading.Thread(target=work, name=f"check-{self.name}-work", daemon=True).start()
+        self._interrupt.wait(done)
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def guard(checks: list[Check | BrokenCheck]) -> list[Check | BrokenCheck]:
+    """The checks, interruptible when a run is under `interruptible()`; else unchanged."""
+    return _active.guard(checks) if _active is not None else checks
+
+
+def note(existing: str | None) -> str | None:
+    """The report's note, saying the run was interrupted (when it was)."""
+    if _active is None or not _active.triggered:
+        return existing
+    said = f"interrupted by {_active.signal_name}: checks that had not finished are UNKNOWN"
+    return f"{said}; {existing}" if existing else said
+
+
+def time_left(budget_s: float) -> float:
+    return _active.time_left(budget_s) if _active is not None else budget_s
+
+
+@contextmanager
+def interruptible(grace_s: float = GRACE_S) -> Iterator[Interrupt]:
+    """Handle SIGTERM/SIGINT for the run inside (main thread only; elsewhere it only yields)."""
+    global _active
+    interrupt = Interrupt(grace_s)
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupt
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        interrupt.trigger(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    _active = interrupt
+    try:
+        yield interrupt
+    finally:
+        _active = None
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        interrupt.cancel()
+        if interrupt.triggered:
+            kill_children()  # what a check's abandoned work started after the first sweep
+
+
+def kill_children() -> list[int]:
+    """SIGKILL every descendant of this process, and the process group each command leads."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    own_group = os.getpgrp()
+    killed: list[int] = []
+    for child in children:
+        try:
+            group = os.getpgid(child.pid)
+            if group == child.pid and group != own_group:
+                os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            child.kill()
+            killed.append(child.pid)
+        except psutil.Error:
+            pass
+    return killed

@@ -1,0 +1,211 @@
+"""A fake live GPU node for fault injection, built from a bundle recorded on a real 2×H200 node.
+
+The node is what `LiveSources` sees on a real machine, with every host boundary replaced:
+
+- `bin/`: a private PATH (`CommandRunner(path=bin)`): `nvidia-smi` prints the recorded outputs
+  by its arguments, `dmesg` prints the recorded kernel log, `journalctl` the same in journal
+  form; each can be swapped for a hanging, crashing, missing or garbling one;
+- NVML: `tests/fakes/fake_pynvml.FakePynvml` replaying the recorded `nvml.json`, with its fault
+  hooks (`block`, `block_gpu`, `lose_gpu`, `fail_init`), or no NVML at all;
+- `/dev/kmsg`: absent (ENOENT), or unreadable (EPERM, as without CAP_SYSLOG);
+- `/sys`: a copy of the bundle's `sysfs/` (so a test may delete files from it);
+- the driver marker (`/proc/driver/nvidia/version`): a file in the node's folder.
+
+`NodeSpec` says all of that as JSON, so the same node runs in-process (`install(spec, patch)`:
+`app.execute` builds these sources) or as a real `sitscheck` process (`python fault_node.py
+SPEC.json run ...`), which the signal tests need.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import shlex
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parent.parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))
+
+from fakes.commands import HANG, write_command  # noqa: E402
+
+BUNDLE = TESTS / "bundles" / "h200x2-idle-v0"
+FAKE_NODE_SPEC = "SITSCHECK_FAKE_NODE"
+
+# What each `nvidia-smi` invocation prints: the recorded file of the same name.
+SMI_FILES = {
+    "-L": "nvidia-smi-L.txt",
+    "-q": "nvidia-smi-q.txt",
+    "topo": "nvidia-smi-topo-m.txt",
+    "dmon": "nvidia-smi-dmon.txt",
+    "--query-gpu=*": "nvidia-smi-query-gpu.csv",
+}
+
+Patch = Callable[[Any, str, Any], None]
+
+
+@dataclass
+class NvmlFaults:
+    """NVML as the node has it: `mode` ok | absent (pynvml unusable); the fake's fault hooks."""
+
+    mode: str = "ok"
+    fail_init: str | None = None  # an NVML_ERROR_* name
+    block: list[tuple[str, int | None]] = field(default_factory=list)
+    block_gpu: list[tuple[int, int]] = field(default_factory=list)  # (gpu, from_call)
+    lose_gpu: list[tuple[int, int]] = field(default_factory=list)  # (gpu, from_call)
+
+
+@dataclass
+class NodeSpec:
+    root: str
+    bin: str
+    sys_root: str
+    marker: str
+    kmsg: str = "absent"  # absent | eperm
+    log_files: list[str] = field(default_factory=list)
+    nvml: NvmlFaults = field(default_factory=NvmlFaults)
+    state_dir: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> NodeSpec:
+        data = json.loads(text)
+        nvml = data.pop("nvml")
+        faults = NvmlFaults(
+            mode=nvml["mode"],
+            fail_init=nvml["fail_init"],
+            block=[(f, g) for f, g in nvml["block"]],
+            block_gpu=[(g, n) for g, n in nvml["block_gpu"]],
+            lose_gpu=[(g, n) for g, n in nvml["lose_gpu"]],
+        )
+        return cls(nvml=faults, **data)
+
+    def write(self) -> Path:
+        path = Path(self.root) / "node.json"
+        path.write_text(self.to_json(), encoding="utf-8")
+        return path
+
+
+# ---- building the node ---------------------------------------------------------------------
+
+
+def smi_script(bundle: Path, files: dict[str, str] | None = None) -> str:
+    """A `/bin/sh` body printing the recorded output for each way sitscheck calls nvidia-smi."""
+    lines = ['case "$1" in']
+    for pattern, name in (files or SMI_FILES).items():
+        lines.append(f"  {pattern}) exec cat {shlex.quote(str(bundle / name))} ;;")
+    lines.append('  *) echo "fake nvidia-smi: unknown arguments: $*" >&2; exit 2 ;;')
+    lines.append("esac")
+    return "\n".join(lines)
+
+
+def make_node(tmp_path: Path, bundle: Path = BUNDLE) -> NodeSpec:
+    """A healthy node: every command, NVML and sysfs answer as recorded."""
+    root = tmp_path / "node"
+    bin_dir = root / "bin"
+    write_command(bin_dir, "nvidia-smi", smi_script(bundle))
+    write_command(bin_dir, "dmesg", f"exec cat {shlex.quote(str(bundle / 'dmesg.txt'))}")
+    write_command(bin_dir, "journalctl", f"exec cat {shlex.quote(str(bundle / 'dmesg.txt'))}")
+    sys_root = root / "sys"
+    shutil.copytree(bundle / "sysfs", sys_root)
+    marker = root / "proc-driver-nvidia-version"
+    marker.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04\n")
+    state = root / "state"
+    return NodeSpec(
+        root=str(root),
+        bin=str(bin_dir),
+        sys_root=str(sys_root),
+        marker=str(marker),
+        log_files=[str(root / "no-kern.log")],
+        state_dir=str(state),
+    )
+
+
+def hang_smi(spec: NodeSpec, pidfile: Path, name: str = "nvidia-smi") -> None:
+    """`name` hangs in "D state": it and its child ignore SIGTERM; only SIGKILL ends them."""
+    write_command(
+        Path(spec.bin),
+        name,
+        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} --ignore-term "
+        f'--pidfile {shlex.quote(str(pidfile))} "$@"',
+    )
+
+
+def remove_command(spec: NodeSpec, name: str) -> None:
+    (Path(spec.bin) / name).unlink()
+
+
+# ---- installing it -------------------------------------------------------------------------
+
+
+def install(spec: NodeSpec, patch: Patch) -> Any:
+    """Point sitscheck's live sources at the node; returns the fake NVML (None when absent).
+
+    `patch(obj, name, value)` is `monkeypatch.setattr` in a test, plain `setattr` in a process.
+    """
+    import sitscheck.app as app
+    import sitscheck.sources.kernel_log as kernel_log
+    from fakes.fake_pynvml import ERROR_CODES, FakePynvml, load_recording
+    from sitscheck.sources.command import CommandRunner
+    from sitscheck.sources.live import LiveOptions, LiveSources
+    from sitscheck.sources.nvml import Nvml, NvmlUnavailable
+
+    fake: FakePynvml | None = None
+    if spec.nvml.mode == "ok":
+        fake = FakePynvml(load_recording(BUNDLE / "nvml.json"))
+        if spec.nvml.fail_init:
+            fake.fail_init(ERROR_CODES[spec.nvml.fail_init])
+        for function, gpu in spec.nvml.block:
+            fake.block(function, gpu)
+        for gpu, start in spec.nvml.block_gpu:
+            fake.block_gpu(gpu, from_call=start)
+        for gpu, start in spec.nvml.lose_gpu:
+            fake.lose_gpu(gpu, from_call=start)
+    chosen = fake
+
+    def load(cls: type[Nvml], deadline_s: float = 5.0) -> Nvml:
+        if chosen is None:
+            raise NvmlUnavailable(
+                "pynvml cannot be imported: libnvidia-ml.so.1: cannot open shared object file",
+                no_driver=False,
+            )
+        return cls(chosen, deadline_s)
+
+    patch(Nvml, "load", classmethod(load))
+
+    def sources(options: LiveOptions) -> LiveSources:
+        node_options = replace(options, driver_markers=(spec.marker,), sys_root=spec.sys_root)
+        return LiveSources(node_options, CommandRunner(path=spec.bin))
+
+    patch(app, "LiveSources", sources)
+    patch(kernel_log, "KMSG", str(Path(spec.root) / "no-such-kmsg"))
+    patch(kernel_log, "LOG_FILES", tuple(spec.log_files))
+    if spec.kmsg == "eperm":
+
+        def unreadable(path: str | None = None) -> Iterator[str]:
+            raise PermissionError(errno.EPERM, "Operation not permitted")
+
+        patch(kernel_log, "read_kmsg", unreadable)
+    return fake
+
+
+def main(argv: list[str]) -> int:
+    """`python fault_node.py SPEC.json ARGS...`: `sitscheck ARGS...` on the fake node."""
+    spec = NodeSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    install(spec, setattr)
+    from sitscheck.cli import main as cli_main
+
+    sys.argv = ["sitscheck", *argv[1:]]
+    cli_main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
