@@ -38,12 +38,16 @@ def mark_explanations(verdicts: list[Verdict]) -> list[Verdict]:
     fired = [v for v in verdicts if v.status in (Status.WARNING, Status.CRITICAL)]
     out = []
     for verdict in verdicts:
-        causes = [
-            cause.rule
-            for cause in fired
-            if verdict.rule in cause.explains
-            and (cause.device is None or verdict.device is None or cause.device == verdict.device)
-        ]
+        causes = list(
+            dict.fromkeys(
+                cause.rule
+                for cause in fired
+                if verdict.rule in cause.explains
+                and (
+                    cause.device is None or verdict.device is None or cause.device == verdict.device
+                )
+            )
+        )
         out.append(verdict.model_copy(update={"explained_by": causes}) if causes else verdict)
     return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 
-from ..models import CheckResult, Finding, Layer, Report, Status, Verdict
+from ..models import CheckResult, Device, Finding, Layer, Report, Status, Verdict
 
 _LAYER_ORDER = {Layer.HARDWARE: 0, Layer.DRIVER: 1, Layer.RUNTIME: 2}
 _MARK = {
@@ -88,10 +88,17 @@ def _diagnosis_lines(report: Report) -> list[str]:
         if root.action:
             lines.append(f"      action: {root.action}")
         for symptom in fired:
-            if root.rule in symptom.explained_by:
+            if root.rule in symptom.explained_by and _same_gpu(root, symptom.device):
                 lines.append(
                     f"      explains [{_MARK[symptom.status]}] {symptom.message}{_on(symptom)}"
                 )
+        for check in report.checks:
+            for finding in check.findings:
+                if finding.code in root.explains and _same_gpu(root, finding.device):
+                    lines.append(
+                        f"      explains [{finding.severity.value}] {finding.code}: "
+                        f"{finding.message}"
+                    )
     lines.append("")
     return lines
 
@@ -137,3 +144,10 @@ def _on(verdict: Verdict) -> str:
         return ""
     bus = f" {verdict.device.pci_bus_id}" if verdict.device.pci_bus_id else ""
     return f" (GPU {verdict.device.index}{bus})"
+
+
+def _same_gpu(root: Verdict, device: Device | None) -> bool:
+    """A root cause on one GPU explains only that GPU's symptoms; a node-wide one explains all."""
+    if root.device is None or device is None:
+        return True
+    return root.device.index == device.index

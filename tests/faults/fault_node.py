@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -47,6 +49,7 @@ SMI_FILES = {
 }
 
 Patch = Callable[[Any, str, Any], None]
+Opener = Callable[..., int]
 
 
 @dataclass
@@ -96,14 +99,28 @@ class NodeSpec:
 # ---- building the node ---------------------------------------------------------------------
 
 
-def smi_script(bundle: Path, files: dict[str, str] | None = None) -> str:
-    """A `/bin/sh` body printing the recorded output for each way sitscheck calls nvidia-smi."""
+def smi_script(bundle: Path, special: dict[str, str] | None = None) -> str:
+    """A `/bin/sh` body printing the recorded output for each way sitscheck calls nvidia-smi;
+    `special` maps one of the `SMI_FILES` patterns to another body (a hang, a crash...)."""
     lines = ['case "$1" in']
-    for pattern, name in (files or SMI_FILES).items():
-        lines.append(f"  {pattern}) exec cat {shlex.quote(str(bundle / name))} ;;")
+    for pattern, name in SMI_FILES.items():
+        body = (special or {}).get(pattern, f"exec cat {shlex.quote(str(bundle / name))}")
+        lines.append(f"  {pattern}) {body} ;;")
     lines.append('  *) echo "fake nvidia-smi: unknown arguments: $*" >&2; exit 2 ;;')
     lines.append("esac")
     return "\n".join(lines)
+
+
+def hang_body(pidfile: Path) -> str:
+    """A command body that never ends and ignores SIGTERM (D state, as far as signals go)."""
+    return (
+        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} --ignore-term "
+        f'--pidfile {shlex.quote(str(pidfile))} "$@"'
+    )
+
+
+def write_smi(spec: NodeSpec, special: dict[str, str] | None = None, bundle: Path = BUNDLE) -> None:
+    write_command(Path(spec.bin), "nvidia-smi", smi_script(bundle, special))
 
 
 def make_node(tmp_path: Path, bundle: Path = BUNDLE) -> NodeSpec:
@@ -128,14 +145,9 @@ def make_node(tmp_path: Path, bundle: Path = BUNDLE) -> NodeSpec:
     )
 
 
-def hang_smi(spec: NodeSpec, pidfile: Path, name: str = "nvidia-smi") -> None:
+def hang_command(spec: NodeSpec, pidfile: Path, name: str = "nvidia-smi") -> None:
     """`name` hangs in "D state": it and its child ignore SIGTERM; only SIGKILL ends them."""
-    write_command(
-        Path(spec.bin),
-        name,
-        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} --ignore-term "
-        f'--pidfile {shlex.quote(str(pidfile))} "$@"',
-    )
+    write_command(Path(spec.bin), name, hang_body(pidfile))
 
 
 def remove_command(spec: NodeSpec, name: str) -> None:
@@ -194,6 +206,67 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
 
         patch(kernel_log, "read_kmsg", unreadable)
     return fake
+
+
+# Short deadlines: each fault costs seconds, not the production defaults' tens of seconds.
+FAST: dict[str, Any] = {
+    "check_timeout_s": 4.0,
+    "run_timeout_s": 6.0,
+    "command_timeout_s": 1.0,
+    "nvml_deadline_s": 0.5,
+    "sample_seconds": 0.4,
+}
+
+
+def run_live(spec: NodeSpec, patch: Patch, **overrides: Any) -> tuple[Any, float]:
+    """One live run (`app.execute`, rules included) on the node: (report, seconds it took)."""
+    from sitscheck.app import RunRequest, execute
+    from sitscheck.config import RunConfig
+
+    install(spec, patch)
+    config = RunConfig.model_validate({**FAST, **overrides})
+    began = time.monotonic()
+    report = execute(RunRequest(config))
+    return report, time.monotonic() - began
+
+
+@dataclass
+class Invoked:
+    code: int
+    stdout: str
+    stderr: str
+    elapsed: float
+
+    def report(self) -> dict[str, Any]:
+        assert self.stdout.lstrip().startswith("{"), self.stdout + self.stderr
+        data: dict[str, Any] = json.loads(self.stdout)
+        return data
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Invoked:
+    """`sitscheck ARGS` in this process (typer's runner): exit code, stdout, stderr, seconds."""
+    from sitscheck.cli import app
+    from typer.testing import CliRunner
+
+    began = time.monotonic()
+    done = CliRunner().invoke(app, list(args), env=env)
+    elapsed = time.monotonic() - began
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exception
+    return Invoked(done.exit_code, done.stdout, done.stderr, elapsed)
+
+
+def refuse_writes(patch: Patch, state: Path, error: int, new_only: bool) -> None:
+    """`os.open` for writing under `state` fails with `error` (for new files only, if asked)."""
+    real_open: Opener = os.open
+
+    def guarded(path: str | os.PathLike[str], flags: int, *args: int, **kwargs: int) -> int:
+        writing = flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        inside = Path(os.fspath(path)).resolve().is_relative_to(state.resolve())
+        if writing and inside and (not new_only or flags & os.O_EXCL):
+            raise OSError(error, os.strerror(error), os.fspath(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    patch(os, "open", guarded)
 
 
 def main(argv: list[str]) -> int:

@@ -19,7 +19,7 @@ DATA_SHEETS: dict[str, tuple[int, int | None, int, int | None, str | None, int]]
     "b200": (1000, 18, 5, 8000, "sm_100", 87),
     "h100-pcie": (350, None, 5, 2000, "sm_90", 87),
     "h100-sxm": (700, 18, 5, 3350, "sm_90", 87),
-    "h200-sxm": (700, 18, 5, None, None, 87),
+    "h200-sxm": (700, 18, 5, 4800, "sm_90", 89),
     "l40s": (350, None, 4, 864, "sm_89", 88),
 }
 # As nvidia-smi names them, with the PCI device id NVML reads (device id, then vendor 10de).

@@ -122,10 +122,24 @@ def test_the_table_shows_each_root_cause_first_with_its_symptoms_under_it(
     start = lines.index("diagnosis (root cause first):")
     block = lines[start + 1 : lines.index("", start)]
     roots = [line for line in block if line.startswith("  [")]
-    symptoms = [line for line in block if line.lstrip().startswith("explains [")]
+    explained = [line.lstrip() for line in block if line.lstrip().startswith("explains [")]
+    symptoms = [
+        line for line in explained if line.startswith(("explains [CRIT]", "explains [WARN]"))
+    ]
+    finding_lines = [line for line in explained if line not in symptoms]
     assert len(roots) == sum(1 for v in fired if not v.explained_by)
     causes = [v for v in fired if not v.explained_by]
-    assert len(symptoms) == sum(1 for c in causes for v in fired if c.rule in v.explained_by)
+
+    def same_gpu(cause: Any, device: Any) -> bool:
+        return cause.device is None or device is None or cause.device.index == device.index
+
+    assert len(symptoms) == sum(
+        1 for c in causes for v in fired if c.rule in v.explained_by and same_gpu(c, v.device)
+    )
+    findings = [f for check in report.checks for f in check.findings]
+    assert len(finding_lines) == sum(
+        1 for c in causes for f in findings if f.code in c.explains and same_gpu(c, f.device)
+    )
     # hardware before driver before runtime
     layers = [line.split("]", 1)[1].split(":", 1)[0].strip() for line in roots]
     order = {"hardware": 0, "driver": 1, "runtime": 2}

@@ -230,7 +230,7 @@ def test_rule_file_loads_and_every_rule_reads_the_topology_check() -> None:
 def test_h200_profile_holds_what_the_rules_read_and_matches_the_recorded_gpus() -> None:
     profile = load_profiles([])["h200-sxm"]
     data = profile.data
-    assert data["gpus_per_board"] == 8 and data["tdp_w"] == 700 and data["slowdown_c"] == 87
+    assert data["gpus_per_board"] == 8 and data["tdp_w"] == 700 and data["slowdown_c"] == 89
     assert data["nvlink"] == {"links": 18, "per_pair": 18}
     assert data["pcie"] == {"gen": 5, "width": 16}
     assert data["nic_pairing"] == ["PIX", "PXB"]

@@ -1,0 +1,68 @@
+"""What every fault test asserts: in time, the fault named where it hit, nothing else lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitscheck.models import CheckResult, Report, Status
+
+BAD = (Status.UNKNOWN, Status.CRITICAL)
+CHECKS = (
+    "driver",
+    "gpu_telemetry",
+    "memory_errors",
+    "nvlink",
+    "pcie_aer",
+    "pcie_link",
+    "tensorrt",
+    "topology",
+    "xid",
+)
+GPU_CHECKS = ("driver", "gpu_telemetry", "memory_errors", "nvlink", "pcie_link", "topology")
+KERNEL_LOG_CHECKS = ("pcie_aer", "xid")
+
+
+def result(report: Report, name: str) -> CheckResult:
+    found = report.check(name)
+    assert found is not None, f"{name} missing from the report"
+    return found
+
+
+def said(check: CheckResult) -> str:
+    """Everything a check says in words: error, skip reason, findings, what it could not judge."""
+    parts = [check.error or "", check.skip_reason or ""]
+    parts += [f"{f.code}: {f.message}" for f in check.findings]
+    parts += check.not_judged
+    return "\n".join(parts)
+
+
+def outline(check: CheckResult) -> tuple[str, list[str], bool]:
+    """What must not change where a fault did not hit: status, finding codes, no error."""
+    return check.status.value, sorted(f.code for f in check.findings), check.error is None
+
+
+def assert_complete(report: Report) -> None:
+    """Every check has a result: none was lost to the fault."""
+    assert [c.name for c in report.checks] == list(CHECKS), report.headline
+
+
+def assert_faulted(report: Report, name: str, *causes: str, statuses: Any = BAD) -> None:
+    """`name` is UNKNOWN (or CRITICAL) and names each cause."""
+    check = result(report, name)
+    assert check.status in statuses, (name, check.status, said(check))
+    text = said(check)
+    for cause in causes:
+        assert cause in text, f"{name} does not name {cause!r}:\n{text}"
+
+
+def assert_unaffected(report: Report, baseline: Report, *names: str) -> None:
+    """These checks read as they do on the healthy node."""
+    for name in names:
+        assert outline(result(report, name)) == outline(result(baseline, name)), (
+            name,
+            said(result(report, name)),
+        )
+
+
+def assert_within(elapsed: float, limit: float) -> None:
+    assert elapsed < limit, f"the run took {elapsed:.2f}s, over its {limit:.1f}s bound"

@@ -1,0 +1,232 @@
+"""Faults of the commands a live run starts: `nvidia-smi` hung in D state, missing, crashing,
+printing cut-off or garbled output; `dmesg` hung.
+
+Where NVML answers, nvidia-smi is only a cross-check and the topology matrix; where it does not
+(pynvml unusable), nvidia-smi is every GPU check's source, so most faults are tried that way.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from fakes.procs import read_pids, still_running
+from fault_expect import (
+    GPU_CHECKS,
+    KERNEL_LOG_CHECKS,
+    assert_complete,
+    assert_faulted,
+    assert_unaffected,
+    assert_within,
+    result,
+    said,
+)
+from fault_node import (
+    BUNDLE,
+    FAST,
+    SMI_FILES,
+    NodeSpec,
+    hang_body,
+    hang_command,
+    remove_command,
+    run_live,
+    write_smi,
+)
+from sitscheck.models import Report, Status
+
+RUN_DEADLINE = FAST["run_timeout_s"]
+TIMED_OUT = "timed out after 1.0s and was killed"
+NO_NVML = "pynvml cannot be imported"
+
+
+def assert_no_internal_error(report: Report) -> None:
+    for check in report.checks:
+        assert "internal error" not in (check.error or ""), (check.name, check.error)
+
+
+def assert_killed(pidfile: Path) -> None:
+    pids = read_pids(pidfile)
+    assert len(pids) >= 2, "the hanging command never started"
+    assert still_running(pids) == [], "a hung command outlived the run"
+
+
+# ---- nvidia-smi hangs (D state: SIGTERM ignored) ---------------------------------------------
+
+
+def test_hung_nvidia_smi_without_nvml_is_unknown_naming_the_timeout(
+    node: NodeSpec, baseline: Report, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node.nvml.mode = "absent"
+    hang_command(node, pidfile)
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, RUN_DEADLINE)
+    assert_complete(report)
+    for name in GPU_CHECKS:
+        assert_faulted(report, name, TIMED_OUT, NO_NVML)
+    assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
+    assert report.status == Status.UNKNOWN
+    assert_killed(pidfile)
+
+
+def test_hung_nvidia_smi_with_nvml_costs_one_timeout_and_loses_nothing(
+    node: NodeSpec, baseline: Report, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang_command(node, pidfile)
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, 2 * FAST["command_timeout_s"] + 1.5)
+    assert_complete(report)
+    assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
+    # the matrix is missing: NVML's topology is reported alone, and the hang is named
+    assert f"`nvidia-smi topo -m` {TIMED_OUT}" in said(result(report, "topology"))
+    assert report.status == Status.UNKNOWN  # a rule that needs the matrix's NVLink counts
+    assert_killed(pidfile)
+
+
+def test_a_hung_topology_query_alone_costs_only_the_topology_check(
+    node: NodeSpec, baseline: Report, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node.nvml.mode = "absent"
+    write_smi(node, {"topo": hang_body(pidfile)})
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, RUN_DEADLINE)
+    assert_faulted(report, "topology", f"`nvidia-smi topo -m` {TIMED_OUT}")
+    assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
+    for name in ("driver", "gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
+        assert result(report, name).error is None, said(result(report, name))
+    assert_killed(pidfile)
+
+
+# ---- nvidia-smi missing or crashing --------------------------------------------------------
+
+
+def test_missing_nvidia_smi_without_nvml_is_unknown_naming_both(
+    node: NodeSpec, baseline: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node.nvml.mode = "absent"
+    remove_command(node, "nvidia-smi")
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, 2.0)
+    assert_complete(report)
+    for name in GPU_CHECKS:
+        assert_faulted(report, name, "nvidia-smi: command not found", NO_NVML)
+    assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
+
+
+CRASHES = {
+    "segfault": ("kill -SEGV $$", "exited -11"),
+    "nvml-error": (
+        'echo "Failed to initialize NVML: Unknown Error"; exit 255',
+        "exited 255: Failed to initialize NVML: Unknown Error",
+    ),
+}
+
+
+@pytest.mark.parametrize("crash", sorted(CRASHES))
+def test_crashing_nvidia_smi_is_unknown_naming_how_it_ended(
+    crash: str, node: NodeSpec, baseline: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body, said_as = CRASHES[crash]
+    node.nvml.mode = "absent"
+    write_smi(node, dict.fromkeys(SMI_FILES, body))
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, 2.0)
+    assert_complete(report)
+    for name in GPU_CHECKS:
+        assert_faulted(report, name, said_as)
+    assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
+
+
+# ---- nvidia-smi prints cut-off or garbled output --------------------------------------------
+
+
+def damaged_outputs(folder: Path, how: str) -> Path:
+    """Each recorded nvidia-smi output, cut in the middle of its last line or garbled."""
+    folder.mkdir()
+    noise = random.Random(11)
+    for name in SMI_FILES.values():
+        data = (BUNDLE / name).read_bytes()
+        if how == "truncated":
+            body = data.rstrip(b"\n")
+            last = body.rfind(b"\n") + 1
+            damaged = body[: last + (len(body) - last) // 2]
+        else:
+            damaged = bytes(noise.randrange(256) for _ in range(len(data)))
+        (folder / name).write_bytes(damaged)
+    return folder
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_damaged_nvidia_smi_output_never_crashes_a_check_or_costs_the_kernel_log(
+    how: str, node: NodeSpec, baseline: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node.nvml.mode = "absent"
+    write_smi(node, bundle=damaged_outputs(Path(node.root) / how, how))
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, 2.0)
+    assert_complete(report)
+    assert_no_internal_error(report)
+    assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
+    # the CSV the GPU checks read is named with the line that broke
+    for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
+        assert "--format=csv: line " in said(result(report, name)), said(result(report, name))
+    if how == "garbled":
+        assert_faulted(report, "driver", "not a line of nvidia-smi -L")
+        assert_faulted(report, "topology", "topology.unparsable")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG gpu_view.load/from_smi: a --query-gpu CSV and dmon that do not parse give a "
+    "fleet of 0 GPUs, judged OK (missing data reads as healthy)",
+)
+@pytest.mark.parametrize("how", ["truncated", "garbled"])
+def test_gpu_checks_with_no_readable_gpu_are_unknown_not_ok(
+    how: str, node: NodeSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node.nvml.mode = "absent"
+    write_smi(node, bundle=damaged_outputs(Path(node.root) / how, how))
+    report, _ = run_live(node, monkeypatch.setattr)
+    for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
+        assert_faulted(report, name, "--format=csv: line ")
+
+
+# ---- dmesg hangs ---------------------------------------------------------------------------
+
+
+def test_hung_dmesg_falls_back_to_journalctl_naming_the_hang(
+    node: NodeSpec, baseline: Report, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang_command(node, pidfile, "dmesg")
+    report, elapsed = run_live(node, monkeypatch.setattr)
+
+    assert_within(elapsed, RUN_DEADLINE)
+    assert_complete(report)
+    assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
+    log = result(report, "xid").facts["log"]
+    assert log["source"] == "journalctl -k -b --no-pager -q"
+    assert f"`dmesg` {TIMED_OUT}" in log["note"]
+    assert_killed(pidfile)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG runner.run_checks calls applicable() outside any deadline, and xid/pcie_aer "
+    "applicable() each re-run the kernel-log fallback chain (LiveSources.kernel_log is not "
+    "memoised): a hung dmesg and journalctl cost 2 × 2 command timeouts before the checks start",
+)
+def test_a_hung_kernel_log_costs_no_more_than_the_run_deadline(
+    node: NodeSpec, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang_command(node, pidfile, "dmesg")
+    hang_command(node, pidfile, "journalctl")
+    run_deadline = 2.5
+    report, elapsed = run_live(node, monkeypatch.setattr, run_timeout_s=run_deadline)
+    assert_complete(report)
+    assert_within(elapsed, run_deadline + 0.75)

@@ -1,0 +1,194 @@
+"""SIGTERM and SIGINT in the middle of a run (`healthcheck/interrupt.py`): the report of what
+finished is written, what had not is UNKNOWN "interrupted", the exit code is 3, and the
+children (a command hung in D state that ignores SIGTERM) are killed, within seconds.
+
+The end-to-end tests run a real `sitscheck` process on the fake node (`fault_node.py` as the
+launcher); the others drive `Interrupt` in this process with stand-ins for kill and exit.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.fake_checks import FakeCheck, HangingCheck
+from fakes.procs import read_pids, still_running
+from fault_expect import CHECKS, outline, result
+from fault_node import NodeSpec, hang_body, write_smi
+from sitscheck.check import Check
+from sitscheck.config import RunConfig
+from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
+from sitscheck.models import CheckResult, Report, Status
+from sitscheck.runner import run_checks
+from sitscheck.sources.replay import ReplaySources
+
+LAUNCHER = Path(__file__).resolve().parent / "fault_node.py"
+SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
+
+
+def wait_for(condition: Any, within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+# ---- end to end: a real process, a real signal ----------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(SIGNALS))
+def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
+    name: str, node: NodeSpec, baseline: Report, pidfile: Path, tmp_path: Path
+) -> None:
+    write_smi(node, {"topo": hang_body(pidfile)})  # topo -m hangs, ignoring SIGTERM
+    config = tmp_path / "config.yaml"
+    config.write_text("command_timeout_s: 30\nnvml_deadline_s: 1\n")  # nothing times out itself
+    target = tmp_path / "out" / "report.json"
+    argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--config", str(config)]
+    argv += ["--timeout", "40", "--run-timeout", "50", "--sample-seconds", "0.2"]
+    argv += ["-o", f"json={target}", "-o", "text"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(read_pids(pidfile)) >= 2, 20.0, "the hung nvidia-smi topo -m")
+        time.sleep(1.5)  # the other checks finish meanwhile
+        process.send_signal(SIGNALS[name])
+        sent = time.monotonic()
+        stdout, stderr = process.communicate(timeout=15)
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == EXIT_INTERRUPTED, stdout + stderr
+    assert took < 3.0, f"exited {took:.1f}s after {name}"
+    assert f"sitscheck: interrupted by {name}" in stderr
+    assert "Traceback" not in stderr
+    assert still_running(read_pids(pidfile)) == [], "a child outlived the interrupted run"
+    report = Report.model_validate(json.loads(target.read_text()))
+    assert [c.name for c in report.checks] == list(CHECKS)
+    topology = result(report, "topology")
+    assert topology.status == Status.UNKNOWN
+    assert topology.error == f"interrupted by {name} before it finished"
+    for check in report.checks:
+        if check.name != "topology":  # finished before the signal: kept as they were
+            assert outline(check) == outline(result(baseline, check.name)), check
+    assert f"interrupted by {name}" in report.headline
+    assert "topology" in stdout  # the text report went out too
+    assert list(target.parent.iterdir()) == [target]  # written whole, no temporary left
+
+
+# ---- Interrupt in this process ---------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.kills = 0
+        self.exits: list[int] = []
+        self.exited = threading.Event()
+
+    def kill(self) -> None:
+        self.kills += 1
+
+    def exit_now(self, code: int) -> None:
+        self.exits.append(code)
+        self.exited.set()
+
+
+def interrupt_with(recorder: Recorder, grace_s: float = 30.0) -> Interrupt:
+    return Interrupt(grace_s, kill=recorder.kill, exit_now=recorder.exit_now)
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> ReplaySources:
+    return ReplaySources(tmp_path)
+
+
+def run_in_thread(checks: list[Any], sources: ReplaySources) -> tuple[threading.Thread, list[Any]]:
+    out: list[list[CheckResult]] = []
+    config = RunConfig(check_timeout_s=30, run_timeout_s=60)
+    thread = threading.Thread(target=lambda: out.append(run_checks(checks, sources, config)))
+    thread.start()
+    return thread, out
+
+
+def test_unfinished_checks_end_unknown_at_once_and_finished_ones_keep_their_result(
+    sources: ReplaySources,
+) -> None:
+    recorder = Recorder()
+    interrupt = interrupt_with(recorder)
+    quick_check, hanging = FakeCheck("quick"), HangingCheck("hung")
+    checks: list[Check] = [quick_check, hanging]
+    thread, out = run_in_thread(interrupt.guard(list(checks)), sources)
+    try:
+        wait_for(lambda: bool(quick_check.ran_on), 5.0, "the quick check")
+        time.sleep(0.1)
+        began = time.monotonic()
+        interrupt.trigger(signal.SIGTERM)
+        thread.join(5.0)
+        assert not thread.is_alive() and time.monotonic() - began < 1.0
+    finally:
+        hanging.gate.set()
+        interrupt.cancel()
+    quick, hung = out[0]
+    assert quick.status == Status.OK and quick.error is None
+    assert hung.status == Status.UNKNOWN
+    assert hung.error == "interrupted by SIGTERM before it finished"
+    assert recorder.kills == 1 and recorder.exits == []
+
+
+def test_a_check_not_yet_started_is_unknown_without_running(sources: ReplaySources) -> None:
+    recorder = Recorder()
+    interrupt = interrupt_with(recorder)
+    check = FakeCheck("late")
+    interrupt.trigger(signal.SIGINT)
+    try:
+        (late,) = run_checks(interrupt.guard([check]), sources, RunConfig())
+    finally:
+        interrupt.cancel()
+    assert late.status == Status.UNKNOWN
+    assert late.error is not None and "interrupted by SIGINT before" in late.error
+    assert check.ran_on == []
+
+
+def test_a_checks_own_error_passes_through_the_guard(sources: ReplaySources) -> None:
+    from fakes.fake_checks import RaisingCheck
+
+    interrupt = interrupt_with(Recorder())
+    (raised,) = run_checks(interrupt.guard([RaisingCheck("boom")]), sources, RunConfig())
+    assert raised.status == Status.UNKNOWN
+    assert raised.error is not None and "RuntimeError: boom" in raised.error
+    assert "fake_checks.py" in raised.error  # where it was raised, not the guard
+
+
+def test_a_second_signal_kills_and_exits_3_at_once() -> None:
+    recorder = Recorder()
+    interrupt = interrupt_with(recorder)
+    interrupt.trigger(signal.SIGTERM)
+    interrupt.trigger(signal.SIGTERM)
+    interrupt.cancel()
+    assert recorder.exits == [EXIT_INTERRUPTED] and recorder.kills == 2
+
+
+def test_a_run_not_done_within_the_grace_is_ended_with_3() -> None:
+    recorder = Recorder()
+    interrupt = interrupt_with(recorder, grace_s=0.2)
+    interrupt.trigger(signal.SIGTERM)
+    assert recorder.exited.wait(2.0)
+    assert recorder.exits == [EXIT_INTERRUPTED] and recorder.kills == 2
+
+
+def test_the_export_budget_shrinks_to_what_is_left_of_the_grace() -> None:
+    interrupt = interrupt_with(Recorder(), grace_s=5.0)
+    assert interrupt.time_left(15.0) == 15.0
+    interrupt.trigger(signal.SIGTERM)
+    interrupt.cancel()
+    assert 3.0 < interrupt.time_left(15.0) <= 4.0
+    assert interrupt.time_left(1.0) == 1.0
