@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from . import interrupt
 from .assemble import build_report
@@ -39,6 +41,7 @@ def rules_dirs(config: RunConfig) -> list[Path]:
 
 
 SourcesWrapper = Callable[[Sources], Sources]
+T = TypeVar("T")
 
 
 @contextmanager
@@ -96,12 +99,14 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     started = time.monotonic()
     env = CelEnvironment()
     dirs = rules_dirs(config)
-    ruleset = load_rules(rule_files(dirs), env)  # a broken rule file stops the run up front
-    profiles = load_profiles(dirs)
+    # Rule files are parsed and compiled while the checks run (a live run mostly waits on the
+    # sampling window); a broken rule file still fails the run, naming its file and line.
+    rules = Background(lambda: (load_rules(rule_files(dirs), env), load_profiles(dirs)))
     with open_sources(request, wrap) as sources:
         results = run_checks(interrupt.guard(selected_checks(config)), sources, config)
         driver = sources.driver()
         meta = sources.meta()
+    ruleset, profiles = rules.result()
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
     verdicts = evaluate_rules(ruleset, results, profile, env, node)
@@ -118,6 +123,30 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         _bundle_host(meta) if request.bundle else None,
         note,
     )
+
+
+class Background(Generic[T]):
+    """Run one function on a daemon thread; `result()` joins it and re-raises its error."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True, name="rules-loader")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def sources_mode(request: RunRequest) -> str:

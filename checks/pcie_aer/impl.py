@@ -22,6 +22,8 @@ class PcieAerImpl:
     """The work behind `PcieAerCheck` (imported only when the check runs)."""
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        if sources.mode == "live":
+            return None  # a live node always has a kernel log: one that cannot be read is UNKNOWN
         if sources.kernel_log().lines is None and not known_gpus(sources):
             return "no kernel log and no GPUs in sysfs to read AER evidence from"
         return None
@@ -53,7 +55,7 @@ class PcieAerImpl:
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },
             not_judged=not_judged,
-            error=None if scan.available or paths else scan.reason,
+            error=None if scan.available or (paths and ctx.sources.mode != "live") else scan.reason,
         )
 
     def _path(self, sources: Sources, gpu: GpuRef) -> GpuPath:
