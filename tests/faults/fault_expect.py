@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sitscheck.models import CheckResult, Report, Status
@@ -46,13 +47,24 @@ def assert_complete(report: Report) -> None:
     assert [c.name for c in report.checks] == list(CHECKS), report.headline
 
 
-def assert_faulted(report: Report, name: str, *causes: str, statuses: Any = BAD) -> None:
+def killed_after_timeout(command: str = "") -> re.Pattern[str]:
+    """How a command killed at its timeout is named (the measured seconds vary with load)."""
+    return re.compile(re.escape(command) + r"`? ?timed out after \d+\.\ds and was killed")
+
+
+def names(text: str, cause: str | re.Pattern[str]) -> bool:
+    return cause in text if isinstance(cause, str) else cause.search(text) is not None
+
+
+def assert_faulted(
+    report: Report, name: str, *causes: str | re.Pattern[str], statuses: Any = BAD
+) -> None:
     """`name` is UNKNOWN (or CRITICAL) and names each cause."""
     check = result(report, name)
     assert check.status in statuses, (name, check.status, said(check))
     text = said(check)
     for cause in causes:
-        assert cause in text, f"{name} does not name {cause!r}:\n{text}"
+        assert names(text, cause), f"{name} does not name {cause!r}:\n{text}"
 
 
 def assert_unaffected(report: Report, baseline: Report, *names: str) -> None:

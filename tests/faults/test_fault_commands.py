@@ -19,6 +19,8 @@ from fault_expect import (
     assert_faulted,
     assert_unaffected,
     assert_within,
+    killed_after_timeout,
+    names,
     result,
     said,
 )
@@ -36,7 +38,7 @@ from fault_node import (
 from sitscheck.models import Report, Status
 
 RUN_DEADLINE = FAST["run_timeout_s"]
-TIMED_OUT = "timed out after 1.0s and was killed"
+TIMED_OUT = killed_after_timeout()
 NO_NVML = "pynvml cannot be imported"
 
 
@@ -80,7 +82,7 @@ def test_hung_nvidia_smi_with_nvml_costs_one_timeout_and_loses_nothing(
     assert_complete(report)
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     # the matrix is missing: NVML's topology is reported alone, and the hang is named
-    assert f"`nvidia-smi topo -m` {TIMED_OUT}" in said(result(report, "topology"))
+    assert names(said(result(report, "topology")), killed_after_timeout("`nvidia-smi topo -m"))
     assert report.status == Status.UNKNOWN  # a rule that needs the matrix's NVLink counts
     assert_killed(pidfile)
 
@@ -93,7 +95,7 @@ def test_a_hung_topology_query_alone_costs_only_the_topology_check(
     report, elapsed = run_live(node, monkeypatch.setattr)
 
     assert_within(elapsed, RUN_DEADLINE)
-    assert_faulted(report, "topology", f"`nvidia-smi topo -m` {TIMED_OUT}")
+    assert_faulted(report, "topology", killed_after_timeout("`nvidia-smi topo -m"))
     assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
     for name in ("driver", "gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
         assert result(report, name).error is None, said(result(report, name))
@@ -211,16 +213,10 @@ def test_hung_dmesg_falls_back_to_journalctl_naming_the_hang(
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     log = result(report, "xid").facts["log"]
     assert log["source"] == "journalctl -k -b --no-pager -q"
-    assert f"`dmesg` {TIMED_OUT}" in log["note"]
+    assert names(log["note"], killed_after_timeout("`dmesg"))
     assert_killed(pidfile)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG runner.run_checks calls applicable() outside any deadline, and xid/pcie_aer "
-    "applicable() each re-run the kernel-log fallback chain (LiveSources.kernel_log is not "
-    "memoised): a hung dmesg and journalctl cost 2 × 2 command timeouts before the checks start",
-)
 def test_a_hung_kernel_log_costs_no_more_than_the_run_deadline(
     node: NodeSpec, pidfile: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
