@@ -110,7 +110,8 @@ _LAYERS = frozenset({"Physical Layer", "Data Link Layer", "Transaction Layer"})
 _UNCORRECTABLE = "uncorrectable"  # a provisional severity: uncorrectable, fatality unknown
 
 _BDF = r"(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
-_DEV_PREFIX = re.compile(r"(\S+) (" + _BDF + r"):(?: |$)")
+# the device prefix of a line ("nvidia 0000:98:00.0: "), the blanks and the "AER: " after it
+_DEV_PREFIX = re.compile(r"\S+ (" + _BDF + r"):(?: |$)\s*(?:AER:\s*)?")
 _HEADER = re.compile(
     r"(?P<multi>Multiple )?"
     r"(?P<sev>Corrected|Correctable|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)) error "
@@ -140,6 +141,7 @@ _CPER_VENDOR = re.compile(
 
 _MAX_OPEN_HEADERS = 16
 _MAX_OPEN_RECORDS = 16
+_MAX_MEMO = 512  # bus ids and bit-line names remembered per parse (a node has few of each)
 
 # For `iter_candidate_lines`: every report begins with an "AER:" header (all kernels print it
 # before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
@@ -320,9 +322,11 @@ class _AerState:
     def __init__(self) -> None:
         self.slots: list[_Slot] = []
         self.open_blocks: dict[str | None, _Block] = {}
-        self.open_headers: list[_Header] = []
+        self.open_headers: dict[str | None, _Header] = {}  # by reporter, oldest first
         self.records: dict[str, _Record] = {}
         self.sections_by_device: dict[str, _Section] = {}
+        self.bdfs: dict[str, tuple[str, int]] = {}  # printed bus id: normalised, requester id
+        self.bit_names: dict[str, str | None] = {}  # printed bit-line name: `_bit_name`
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -334,17 +338,17 @@ class _AerState:
             self._cper(line)
             return
         prefix = _DEV_PREFIX.match(body)
+        device: str | None
         if prefix is not None:
-            device: str | None = _normalise_bdf(prefix.group(2))
+            printed = prefix.group(1)
+            known = self.bdfs.get(printed)
+            device = known[0] if known is not None else self._bdf(printed)[0]
             rest = body[prefix.end() :]
         else:
-            device, rest = None, body
-        rest = rest.lstrip()
-        if rest.startswith("AER:"):
-            rest = rest[4:].lstrip()
-        self._detail_or_header(line, device, rest)
-
-    def _detail_or_header(self, line: KernelLine, device: str | None, rest: str) -> None:
+            device = None
+            rest = body.lstrip()
+            if rest.startswith("AER:"):
+                rest = rest[4:].lstrip()
         if rest.startswith("["):
             self._bit(line, device, rest)
         elif rest.startswith("PCIe Bus Error"):
@@ -358,22 +362,33 @@ class _AerState:
         elif rest.startswith("aer_"):
             self._ghes(line, device, rest)
 
+    def _bdf(self, printed: str) -> tuple[str, int]:
+        """The normalised bus id of one printed, and its requester id (remembered)."""
+        known = self.bdfs.get(printed)
+        if known is None:
+            if len(self.bdfs) >= _MAX_MEMO:
+                self.bdfs.clear()
+            bdf = _normalise_bdf(printed)
+            known = self.bdfs[printed] = (bdf, _bdf_id(bdf))
+        return known
+
     def _header(self, line: KernelLine, reporter: str | None, rest: str) -> None:
         match = _HEADER.search(rest)
         if match is None:
             return
         header = _Header(reporter, line.time)
-        header.severity = _severity_word(match.group("sev"))
-        header.multiple = match.group("multi") is not None
-        if match.group("src"):
-            header.source = _normalise_bdf(match.group("src"))
-            header.source_id = _bdf_id(header.source)
-        elif match.group("id"):
-            header.source_id = int(match.group("id"), 16)
+        sev, multi, source_id, source = match.group("sev", "multi", "id", "src")
+        header.severity = _severity_word(sev)
+        header.multiple = multi is not None
+        if source:
+            header.source, header.source_id = self._bdf(source)
+        elif source_id:
+            header.source_id = int(source_id, 16)
         self.open_blocks.clear()
-        self.open_headers = [h for h in self.open_headers if h.reporter != reporter]
-        self.open_headers.append(header)
-        del self.open_headers[:-_MAX_OPEN_HEADERS]
+        self.open_headers.pop(reporter, None)
+        self.open_headers[reporter] = header
+        if len(self.open_headers) > _MAX_OPEN_HEADERS:
+            del self.open_headers[next(iter(self.open_headers))]
         self.slots.append(header)
 
     def _no_details(self, line: KernelLine, reporter: str | None, rest: str) -> None:
@@ -383,12 +398,11 @@ class _AerState:
         if match is not None and match.group("id"):
             orphan.source_id = int(match.group("id"), 16)
         elif match is not None and match.group("src"):
-            orphan.source = _normalise_bdf(match.group("src"))
-            orphan.source_id = _bdf_id(orphan.source)
-        for header in reversed(self.open_headers):
-            if header.reporter == reporter and not header.blocks:
-                if header.source_id is None or header.source_id == orphan.source_id:
-                    return  # the header's own "no details" note: part of its event
+            orphan.source, orphan.source_id = self._bdf(match.group("src"))
+        header = self.open_headers.get(reporter)
+        if header is not None and not header.blocks:
+            if header.source_id is None or header.source_id == orphan.source_id:
+                return  # the header's own "no details" note: part of its event
         self.slots.append(orphan)  # its header was cut off: the note stands for it
 
     def _bus_error(self, line: KernelLine, device: str | None, rest: str) -> None:
@@ -422,7 +436,14 @@ class _AerState:
         block = self.open_blocks.get(device)
         if block is None or (block.bits and bit <= block.bits[-1][0]):
             block = self._start_block(device, line, None)
-        block.bits.append((bit, _bit_name(match.group("name"))))
+        printed = match.group("name")
+        if printed in self.bit_names:
+            name = self.bit_names[printed]
+        else:
+            if len(self.bit_names) >= _MAX_MEMO:
+                self.bit_names.clear()
+            name = self.bit_names[printed] = _bit_name(printed)
+        block.bits.append((bit, name))
 
     def _ghes(self, line: KernelLine, device: str | None, rest: str) -> None:
         """The kernel's own print of a firmware-first report (pci_print_aer)."""
@@ -464,12 +485,12 @@ class _AerState:
         return block
 
     def _header_for(self, device: str | None, severity: str | None) -> _Header | None:
-        for header in reversed(self.open_headers):
+        for header in reversed(self.open_headers.values()):
             if not _same_class(severity, header.severity):
                 continue
             if not _same_domain(device, header.reporter):
                 continue
-            if any(block.device == device for block in header.blocks):
+            if _has_block_of(header, device):
                 continue
             return header
         return None
@@ -492,16 +513,18 @@ class _AerState:
     # -- results -------------------------------------------------------------------------------
 
     def events(self) -> list[AerEvent]:
-        drafts: list[_Draft] = []
+        items: list[_Item] = []
         for slot in self.slots:
             if isinstance(slot, _Header):
-                drafts.extend(_header_drafts(slot))
+                if slot.blocks:
+                    items.extend([_block_item(block, slot) for block in slot.blocks])
+                else:
+                    items.append(_header_item(slot))
             elif isinstance(slot, _Block):
-                drafts.append(_block_draft(slot, None))
+                items.append(_block_item(slot, None))
             else:
-                drafts.append(_section_draft(slot))
-        _resolve_severities(drafts)
-        return [draft.event() for draft in drafts]
+                items.append(_section_item(slot))
+        return _resolve_severities(items)
 
 
 def _cper_field(state: _AerState, record: _Record, text: str) -> None:
@@ -549,10 +572,19 @@ def _cper_section_field(state: _AerState, section: _Section, text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# drafts: events before severity is resolved from context
+# events: made at once when their severity is known, else drafts resolved from context
+
+_KNOWN_SEVERITY: dict[str | None, Severity] = {
+    "corrected": "corrected",
+    "nonfatal": "nonfatal",
+    "fatal": "fatal",
+}
 
 
 class _Draft:
+    """An event whose severity is provisional (`_UNCORRECTABLE` or None) until
+    `_resolve_severities` takes it from the reports around it."""
+
     __slots__ = (
         "bits",
         "device",
@@ -565,74 +597,137 @@ class _Draft:
         "vendor_device",
     )
 
-    def __init__(self, time: str | None) -> None:
+    def __init__(
+        self,
+        time: str | None,
+        reporter: str | None,
+        device: str | None,
+        vendor_device: str | None,
+        severity: str | None,
+        type_: str | None,
+        multiple: bool,
+        status: tuple[int, int] | None,
+        bits: list[tuple[int, str | None]],
+    ) -> None:
         self.time = time
-        self.reporter: str | None = None
-        self.device: str | None = None
-        self.vendor_device: str | None = None
-        self.severity: str | None = None  # provisional: a Severity, _UNCORRECTABLE or None
-        self.type: str | None = None
-        self.multiple = False
-        self.status: tuple[int, int] | None = None
-        self.bits: list[tuple[int, str | None]] = []
+        self.reporter = reporter
+        self.device = device
+        self.vendor_device = vendor_device
+        self.severity = severity
+        self.type = type_
+        self.multiple = multiple
+        self.status = status
+        self.bits = bits
 
     def event(self) -> AerEvent:
-        severity: Severity = _final_severity(self.severity)
+        severity = _final_severity(self.severity)
+        errors = _errors(severity, self.status, self.bits)
         return AerEvent(
-            reporter=self.reporter,
-            device=self.device,
-            vendor_device=self.vendor_device,
-            severity=severity,
-            type=self.type,
-            errors=_errors(severity, self.status, self.bits),
-            multiple=self.multiple,
-            time=self.time,
+            self.reporter,
+            self.device,
+            self.vendor_device,
+            severity,
+            self.type,
+            errors,
+            self.multiple,
+            self.time,
         )
 
 
-def _header_drafts(header: _Header) -> list[_Draft]:
-    if header.blocks:
-        return [_block_draft(block, header) for block in header.blocks]
-    draft = _Draft(header.time)
-    draft.reporter = header.reporter
-    draft.device = header.source
-    draft.severity = header.severity
-    draft.multiple = header.multiple
-    return [draft]
+_Item = AerEvent | _Draft
 
 
-def _block_draft(block: _Block, header: _Header | None) -> _Draft:
-    draft = _Draft(header.time if header else block.time)
-    draft.device = block.device if block.device else (header.source if header else None)
-    draft.vendor_device = block.vendor_device
-    draft.type = block.type or _layer(block.layer)
-    draft.status = (block.status, block.mask) if block.status is not None else None
-    draft.bits = block.bits
-    draft.severity = block.severity or (header.severity if header else None)
-    if header is not None:
-        draft.reporter = header.reporter
-        draft.multiple = header.multiple
-    if draft.severity is None:
-        draft.severity = _severity_from_names(block)
-    return draft
+def _item(
+    time: str | None,
+    reporter: str | None,
+    device: str | None,
+    vendor_device: str | None,
+    severity: str | None,
+    type_: str | None,
+    multiple: bool,
+    status: tuple[int, int] | None,
+    bits: list[tuple[int, str | None]],
+) -> _Item:
+    """The event, or its draft while its severity is not known."""
+    known = _KNOWN_SEVERITY.get(severity)
+    if known is None:
+        return _Draft(
+            time, reporter, device, vendor_device, severity, type_, multiple, status, bits
+        )
+    errors = _errors(known, status, bits)
+    return AerEvent(reporter, device, vendor_device, known, type_, errors, multiple, time)
 
 
-def _section_draft(section: _Section) -> _Draft:
-    draft = _Draft(section.time)
-    draft.device = section.device
-    draft.vendor_device = section.vendor_device
-    draft.severity = section.severity or "corrected"
-    draft.type = _layer(section.layer)
+def _header_item(header: _Header) -> _Item:
+    """A header whose details were not printed."""
+    return _item(
+        header.time,
+        header.reporter,
+        header.source,
+        None,
+        header.severity,
+        None,
+        header.multiple,
+        None,
+        [],
+    )
+
+
+def _block_item(block: _Block, header: _Header | None) -> _Item:
+    severity = block.severity or (header.severity if header else None)
+    if severity is None:
+        severity = _severity_from_names(block)
+    status = (block.status, block.mask) if block.status is not None else None
+    type_ = block.type or _layer(block.layer)
+    if header is None:
+        return _item(
+            block.time,
+            None,
+            block.device,
+            block.vendor_device,
+            severity,
+            type_,
+            False,
+            status,
+            block.bits,
+        )
+    return _item(
+        header.time,
+        header.reporter,
+        block.device if block.device else header.source,
+        block.vendor_device,
+        severity,
+        type_,
+        header.multiple,
+        status,
+        block.bits,
+    )
+
+
+def _section_item(section: _Section) -> _Item:
+    severity = section.severity or "corrected"
+    type_ = _layer(section.layer)
     merged = section.merged
+    bits: list[tuple[int, str | None]] = []
     if merged is not None:
-        draft.status = (merged.status, merged.mask) if merged.status is not None else None
-        draft.bits = merged.bits
-        draft.type = draft.type or _layer(merged.layer)
-    elif draft.severity == "corrected":
-        draft.status = section.cor or section.status
+        status = (merged.status, merged.mask) if merged.status is not None else None
+        bits = merged.bits
+        type_ = type_ or _layer(merged.layer)
+    elif severity == "corrected":
+        status = section.cor or section.status
     else:
-        draft.status = section.uncor or section.status
-    return draft
+        status = section.uncor or section.status
+    return _item(
+        section.time,
+        None,
+        section.device,
+        section.vendor_device,
+        severity,
+        type_,
+        False,
+        status,
+        bits,
+    )
 
 
 def _severity_from_names(block: _Block) -> str | None:
@@ -644,30 +739,30 @@ def _severity_from_names(block: _Block) -> str | None:
     return None
 
 
-def _resolve_severities(drafts: list[_Draft]) -> None:
-    """Severity is never null: take it from the nearest report on the same device."""
-    for index, draft in enumerate(drafts):
-        if draft.severity in ("corrected", "nonfatal", "fatal"):
+def _resolve_severities(items: list[_Item]) -> list[AerEvent]:
+    """Severity is never null: take it from the nearest report on the same device (drafts in
+    order, each seeing the severities of those resolved before it)."""
+    for index, draft in enumerate(items):
+        if isinstance(draft, AerEvent):
             continue
         wanted = ("nonfatal", "fatal") if draft.severity == _UNCORRECTABLE else None
-        found = _nearest_severity(drafts, index, wanted)
+        found = _nearest_severity(items, index, wanted)
         if found is not None:
             draft.severity = found
         else:
             draft.severity = "nonfatal" if draft.severity == _UNCORRECTABLE else "corrected"
+    return [item if isinstance(item, AerEvent) else item.event() for item in items]
 
 
-def _nearest_severity(
-    drafts: list[_Draft], index: int, wanted: tuple[str, ...] | None
-) -> str | None:
-    device = drafts[index].device
+def _nearest_severity(items: list[_Item], index: int, wanted: tuple[str, ...] | None) -> str | None:
+    device = items[index].device
     if device is None:
         return None
     known = ("corrected", "nonfatal", "fatal") if wanted is None else wanted
-    for distance in range(1, len(drafts)):
+    for distance in range(1, len(items)):
         for other in (index + distance, index - distance):
-            if 0 <= other < len(drafts):
-                candidate = drafts[other]
+            if 0 <= other < len(items):
+                candidate = items[other]
                 if candidate.device == device and candidate.severity in known:
                     return candidate.severity
     return None
@@ -689,8 +784,10 @@ def _errors(
     names: list[str] = []
     if status is not None:
         unmasked = status[0] & ~status[1]
-        for bit in range(32):
-            name = table.get(bit) if unmasked >> bit & 1 else None
+        while unmasked:  # each set bit, lowest first
+            lowest = unmasked & -unmasked
+            unmasked ^= lowest
+            name = table.get(lowest.bit_length() - 1)
             if name is not None and name not in names:
                 names.append(name)
     for bit, printed in bits:
@@ -745,6 +842,13 @@ def _same_class(block: str | None, header: str | None) -> bool:
     if block is None or header is None:
         return True
     return (block == "corrected") == (header == "corrected")
+
+
+def _has_block_of(header: _Header, device: str | None) -> bool:
+    for block in header.blocks:
+        if block.device == device:
+            return True
+    return False
 
 
 def _same_domain(device: str | None, reporter: str | None) -> bool:

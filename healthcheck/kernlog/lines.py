@@ -70,9 +70,11 @@ _SYSLOG_FULL = re.compile(
 _ISO_STAMP = re.compile(r"(?P<ts>" + _ISO + r")(?: |$)")
 _HOST_TAG = re.compile(_TAG)
 # dmesg -x: "kern  :err   : "
-_FACILITY = re.compile(
+_FACILITY_NAME = (
     r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|res\d|local[0-7])"
-    r"\s*:(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:(?: |$)"
+)
+_FACILITY = re.compile(
+    _FACILITY_NAME + r"\s*:(?:emerg|alert|crit|err|warn|notice|info|debug)\s*:(?: |$)"
 )
 # contents of a [...] group that is a timestamp rather than part of the message
 _BRACKET_TIME = re.compile(
@@ -84,6 +86,20 @@ _BRACKET_TIME = re.compile(
 _BRACKET_CALLER = re.compile(r"\s*([TC]\d+)\s*")
 _LEVEL = re.compile(r"<\d{1,3}>")
 
+# The fast path for the plain `dmesg` stamp nearly every line has, "[  123.456789] " (also
+# "[  +0.000316] "): one match splits the line when what follows cannot begin another prefix.
+_PLAIN_STAMP = re.compile(r"\[ *(\+?[0-9]+\.[0-9]+)\] ?")
+# Matches at the start of every text `_after_kernel_stamp` or `_strip_one` would strip more
+# from (and of some they would not): when it does not match, the text after a stamp is the body.
+_MAYBE_PREFIX = re.compile(
+    r"[\[<]"  # a bracket group, a console level
+    r"|\d{4}-"  # an ISO-8601 stamp
+    r"|kernel:"
+    r"|" + _FACILITY_NAME + r"\s*:"  # dmesg -x
+    # a journald monotonic "host kernel: ", syslog "Sep 19 16:", journalctl -o short-full
+    r"|\S+\s+(?:kernel|\d{1,2}\s+\d{1,2}:|\d{4}-)"
+)
+
 _MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
 
 
@@ -93,7 +109,13 @@ def split_kernel_line(raw: str) -> KernelLine | None:
     if not line:
         return KernelLine(body="")
     first = line[0]
-    if first.isdigit():
+    if first == "[":
+        stamp = _PLAIN_STAMP.match(line)
+        if stamp is not None and stamp.end(1) < 64:  # the "]" where `_strip_bracket` seeks it
+            body = line[stamp.end() :]
+            if _MAYBE_PREFIX.match(body) is None:
+                return KernelLine(body, stamp.group(1))
+    elif first.isdigit():
         record = _split_kmsg(line)
         if record is not None:
             return record

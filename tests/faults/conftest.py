@@ -15,7 +15,7 @@ for folder in (HERE, HERE.parent, HERE.parent / "otel"):  # otel: its test recei
         sys.path.insert(0, str(folder))
 
 from fakes.procs import kill_by_pid, read_pids  # noqa: E402
-from fault_node import NodeSpec, make_node, run_live  # noqa: E402
+from fault_node import FAKES, NodeSpec, make_node, run_live  # noqa: E402
 
 
 @pytest.fixture
@@ -40,3 +40,11 @@ def pidfile(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "pids.txt"
     yield path
     kill_by_pid(read_pids(path))
+
+
+@pytest.fixture(autouse=True)
+def _release_nvml() -> Iterator[None]:
+    """Let NVML calls a test left blocked return, so their threads end with the test."""
+    yield
+    while FAKES:
+        FAKES.pop().release()

@@ -49,6 +49,7 @@ SMI_FILES = {
 }
 
 Patch = Callable[[Any, str, Any], None]
+FAKES: list[Any] = []  # every fake NVML installed, so a test's teardown can release its blocks
 Opener = Callable[..., int]
 
 
@@ -180,6 +181,7 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
             fake.block_gpu(gpu, from_call=start)
         for gpu, start in spec.nvml.lose_gpu:
             fake.lose_gpu(gpu, from_call=start)
+        FAKES.append(fake)
     chosen = fake
 
     def load(cls: type[Nvml], deadline_s: float = 5.0) -> Nvml:

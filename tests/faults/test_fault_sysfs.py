@@ -26,13 +26,16 @@ GPU1 = "0000:00:07.0"
 
 @pytest.fixture
 def vanishing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path]]:
-    """The first read of a file of GPU 1's device folder removes the folder, then reads."""
+    """When GPU 1's first link file is read (its chain already found), the device folder is
+    removed, then the read goes on. (Link files only: other checks' reads of the folder never
+    race it.)"""
     gone: list[Path] = []
     read_text = FileTree.read_text
 
     def vanish(self: FileTree, relative: str, limit: int = MAX_SMALL_FILE) -> str | None:
         path = self.path(relative)
-        if not gone and path is not None and path.parent.name == GPU1 and path.exists():
+        vanishing_now = path is not None and path.name == "current_link_width"
+        if not gone and vanishing_now and path.parent.name == GPU1 and path.exists():
             shutil.rmtree(path.parent)
             gone.append(path.parent)
         return read_text(self, relative, limit)

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpu_helpers import REPO
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.evaluate import evaluate_rules
-from sitscheck.engine.loader import load_rules
+from sitscheck.engine.loader import builtin_rules_dir, load_rules
 from sitscheck.engine.model import Profile
 from sitscheck.models import CheckResult, Status, Verdict
 
-RULES = REPO / "rules" / "gpu-health.yaml"
+# The shipped copy (what an installed sitscheck loads as built-in rules, params included).
+RULES = builtin_rules_dir() / "gpu-health.yaml"
 ENV = CelEnvironment()
 RULESET = load_rules([RULES], ENV)
 

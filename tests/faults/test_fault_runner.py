@@ -1,0 +1,60 @@
+"""A check plugin that blocks where the runner does not expect it: in `applicable()`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from fakes.fake_checks import FakeCheck
+from sitscheck.config import RunConfig
+from sitscheck.models import CheckResult, Status
+from sitscheck.runner import run_checks
+from sitscheck.sources.base import Sources
+from sitscheck.sources.replay import ReplaySources
+
+
+@dataclass
+class BlockingApplicability(FakeCheck):
+    """`applicable()` waits on `gate` (a plugin probing the host there, on a wedged driver)."""
+
+    gate: threading.Event = field(default_factory=threading.Event)
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        self.gate.wait()
+        return None
+
+
+@pytest.fixture
+def blocking() -> Iterator[BlockingApplicability]:
+    check = BlockingApplicability("wedged")
+    yield check
+    check.gate.set()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG runner.run_checks calls every applicable() on the caller's thread, outside any "
+    "deadline: one that blocks holds up the whole run, past run_timeout_s (forever if it never "
+    "returns)",
+)
+def test_a_blocking_applicable_costs_at_most_the_run_deadline(
+    blocking: BlockingApplicability, tmp_path: Path
+) -> None:
+    config = RunConfig(check_timeout_s=1.0, run_timeout_s=1.5)
+    out: list[list[CheckResult]] = []
+    checks = [FakeCheck("healthy"), blocking]
+    worker = threading.Thread(
+        target=lambda: out.append(run_checks(list(checks), ReplaySources(tmp_path), config)),
+        daemon=True,
+    )
+    began = time.monotonic()
+    worker.start()
+    worker.join(config.run_timeout_s + 1.0)
+    assert not worker.is_alive(), f"run_checks still running after {time.monotonic() - began:.1f}s"
+    healthy, wedged = out[0]
+    assert healthy.status == Status.OK
+    assert wedged.status == Status.UNKNOWN
