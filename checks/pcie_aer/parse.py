@@ -141,7 +141,7 @@ _CPER_VENDOR = re.compile(
 
 _MAX_OPEN_HEADERS = 16
 _MAX_OPEN_RECORDS = 16
-_MAX_MEMO = 512  # bus ids and bit-line names remembered per parse (a node has few of each)
+_MAX_REMEMBERED = 4096  # distinct line bodies remembered per parse (`_AerState.said`)
 
 # For `iter_candidate_lines`: every report begins with an "AER:" header (all kernels print it
 # before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
@@ -325,155 +325,19 @@ class _AerState:
         self.open_headers: dict[str | None, _Header] = {}  # by reporter, oldest first
         self.records: dict[str, _Record] = {}
         self.sections_by_device: dict[str, _Section] = {}
-        self.bdfs: dict[str, tuple[str, int]] = {}  # printed bus id: normalised, requester id
-        self.bit_names: dict[str, str | None] = {}  # printed bit-line name: `_bit_name`
+        self.said: dict[str, _Line] = {}  # what each line body says (`_parse_line`), remembered
 
     # -- reading -------------------------------------------------------------------------------
 
     def feed(self, line: KernelLine) -> None:
-        body = line.body
-        if not might_be_aer(body):
-            return
-        if "[Hardware Error]" in body:
-            self._cper(line)
-            return
-        prefix = _DEV_PREFIX.match(body)
-        device: str | None
-        if prefix is not None:
-            printed = prefix.group(1)
-            known = self.bdfs.get(printed)
-            device = known[0] if known is not None else self._bdf(printed)[0]
-            rest = body[prefix.end() :]
-        else:
-            device = None
-            rest = body.lstrip()
-            if rest.startswith("AER:"):
-                rest = rest[4:].lstrip()
-        if rest.startswith("["):
-            self._bit(line, device, rest)
-        elif rest.startswith("PCIe Bus Error"):
-            self._bus_error(line, device, rest)
-        elif rest.startswith("device ["):
-            self._status(line, device, rest)
-        elif "received" in rest:
-            self._header(line, device, rest)
-        elif rest.startswith(("can't find device", "found no error details")):
-            self._no_details(line, device, rest)
-        elif rest.startswith("aer_"):
-            self._ghes(line, device, rest)
+        said = self.said.get(line.body)
+        if said is None:
+            if len(self.said) >= _MAX_REMEMBERED:
+                self.said.clear()
+            said = self.said[line.body] = _parse_line(line.body)
+        said.apply(self, line)
 
-    def _bdf(self, printed: str) -> tuple[str, int]:
-        """The normalised bus id of one printed, and its requester id (remembered)."""
-        known = self.bdfs.get(printed)
-        if known is None:
-            if len(self.bdfs) >= _MAX_MEMO:
-                self.bdfs.clear()
-            bdf = _normalise_bdf(printed)
-            known = self.bdfs[printed] = (bdf, _bdf_id(bdf))
-        return known
-
-    def _header(self, line: KernelLine, reporter: str | None, rest: str) -> None:
-        match = _HEADER.search(rest)
-        if match is None:
-            return
-        header = _Header(reporter, line.time)
-        sev, multi, source_id, source = match.group("sev", "multi", "id", "src")
-        header.severity = _severity_word(sev)
-        header.multiple = multi is not None
-        if source:
-            header.source, header.source_id = self._bdf(source)
-        elif source_id:
-            header.source_id = int(source_id, 16)
-        self.open_blocks.clear()
-        self.open_headers.pop(reporter, None)
-        self.open_headers[reporter] = header
-        if len(self.open_headers) > _MAX_OPEN_HEADERS:
-            del self.open_headers[next(iter(self.open_headers))]
-        self.slots.append(header)
-
-    def _no_details(self, line: KernelLine, reporter: str | None, rest: str) -> None:
-        """ "can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
-        orphan = _Header(reporter, line.time)
-        match = _NO_DETAILS.match(rest)
-        if match is not None and match.group("id"):
-            orphan.source_id = int(match.group("id"), 16)
-        elif match is not None and match.group("src"):
-            orphan.source, orphan.source_id = self._bdf(match.group("src"))
-        header = self.open_headers.get(reporter)
-        if header is not None and not header.blocks:
-            if header.source_id is None or header.source_id == orphan.source_id:
-                return  # the header's own "no details" note: part of its event
-        self.slots.append(orphan)  # its header was cut off: the note stands for it
-
-    def _bus_error(self, line: KernelLine, device: str | None, rest: str) -> None:
-        match = _BUS_ERROR.match(rest)
-        severity = _severity_word(match.group("sev")) if match else None
-        block = self.open_blocks.get(device)
-        if block is None or block.has_details():
-            block = self._start_block(device, line, severity)
-        block.bus_line = True
-        block.severity = severity
-        if match and match.group("type"):
-            layer = match.group("type").strip()
-            block.type = layer if layer in _LAYERS else None
-
-    def _status(self, line: KernelLine, device: str | None, rest: str) -> None:
-        match = _STATUS.match(rest)
-        if match is None:
-            return
-        block = self.open_blocks.get(device)
-        if block is None or block.status is not None or block.bits:
-            block = self._start_block(device, line, None)
-        block.vendor_device = match.group("vd").lower()
-        block.status = int(match.group("status"), 16)
-        block.mask = int(match.group("mask"), 16)
-
-    def _bit(self, line: KernelLine, device: str | None, rest: str) -> None:
-        match = _BIT.match(rest)
-        if match is None:
-            return
-        bit = int(match.group("bit"))
-        block = self.open_blocks.get(device)
-        if block is None or (block.bits and bit <= block.bits[-1][0]):
-            block = self._start_block(device, line, None)
-        printed = match.group("name")
-        if printed in self.bit_names:
-            name = self.bit_names[printed]
-        else:
-            if len(self.bit_names) >= _MAX_MEMO:
-                self.bit_names.clear()
-            name = self.bit_names[printed] = _bit_name(printed)
-        block.bits.append((bit, name))
-
-    def _ghes(self, line: KernelLine, device: str | None, rest: str) -> None:
-        """The kernel's own print of a firmware-first report (pci_print_aer)."""
-        status = _AER_STATUS.match(rest)
-        if status is not None:
-            self._ghes_block(line, device, status)
-            return
-        block = self.open_blocks.get(device)
-        if block is None:
-            return
-        layer = _AER_LAYER.match(rest)
-        if layer is not None:
-            block.layer = layer.group("layer").strip()
-        elif rest.startswith("aer_uncor_severity"):
-            block.uncorrectable_hint = True
-
-    def _ghes_block(self, line: KernelLine, device: str | None, status: re.Match[str]) -> None:
-        """ "aer_status: 0x.., aer_mask: 0x..": joins the CPER section printed for the device."""
-        block = _Block(device, line.time)
-        block.bus_line = True
-        block.status = int(status.group("status"), 16)
-        block.mask = int(status.group("mask"), 16)
-        section = self.sections_by_device.get(device) if device else None
-        if section is not None and section.merged is None:
-            section.merged = block
-        else:
-            self.slots.append(block)
-        self.open_blocks[device] = block
-
-    def _start_block(self, device: str | None, line: KernelLine, severity: str | None) -> _Block:
+    def start_block(self, device: str | None, line: KernelLine, severity: str | None) -> _Block:
         block = _Block(device, line.time)
         header = self._header_for(device, severity)
         if header is not None:
@@ -495,7 +359,7 @@ class _AerState:
             return header
         return None
 
-    def _cper(self, line: KernelLine) -> None:
+    def cper(self, line: KernelLine) -> None:
         match = _CPER.search(line.body)
         if match is None or not line.body.lstrip().startswith(("{", "[Hardware Error]")):
             return
@@ -525,6 +389,271 @@ class _AerState:
             else:
                 items.append(_section_item(slot))
         return _resolve_severities(items)
+
+
+# ---------------------------------------------------------------------------------------------
+# what one line says: parsed once per distinct body (a report's lines recur verbatim in an error
+# storm), then applied to the stream state for each line that says it
+
+
+def _parse_line(body: str) -> _Line:
+    if not might_be_aer(body):
+        return _NOTHING
+    if "[Hardware Error]" in body:
+        return _CPER_LINE
+    prefix = _DEV_PREFIX.match(body)
+    device: str | None
+    if prefix is not None:
+        device = _normalise_bdf(prefix.group(1))
+        rest = body[prefix.end() :]
+    else:
+        device = None
+        rest = body.lstrip()
+        if rest.startswith("AER:"):
+            rest = rest[4:].lstrip()
+    if rest.startswith("["):
+        return _BitLine.parse(device, rest)
+    if rest.startswith("PCIe Bus Error"):
+        return _BusErrorLine.parse(device, rest)
+    if rest.startswith("device ["):
+        return _StatusLine.parse(device, rest)
+    if "received" in rest:
+        return _HeaderLine.parse(device, rest)
+    if rest.startswith(("can't find device", "found no error details")):
+        return _NoDetailsLine.parse(device, rest)
+    if rest.startswith("aer_"):
+        return _parse_ghes(device, rest)
+    return _NOTHING
+
+
+class _Nothing:
+    """A line that is no part of an AER report (or one this parser does not read)."""
+
+    __slots__ = ()
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        pass
+
+
+class _CperLine:
+    """A firmware-first "{N}[Hardware Error]: ..." line: read with its record's state."""
+
+    __slots__ = ()
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        state.cper(line)
+
+
+_NOTHING = _Nothing()
+_CPER_LINE = _CperLine()
+
+
+class _HeaderLine:
+    """A "... error received" line: a new report, with no detail block yet."""
+
+    __slots__ = ("multiple", "reporter", "severity", "source", "source_id")
+
+    def __init__(self, reporter: str | None, match: re.Match[str]) -> None:
+        self.reporter = reporter
+        self.severity = _severity_word(match.group("sev"))
+        self.multiple = match.group("multi") is not None
+        self.source: str | None = None
+        self.source_id: int | None = None
+        if match.group("src"):
+            self.source = _normalise_bdf(match.group("src"))
+            self.source_id = _bdf_id(self.source)
+        elif match.group("id"):
+            self.source_id = int(match.group("id"), 16)
+
+    @staticmethod
+    def parse(reporter: str | None, rest: str) -> _Line:
+        match = _HEADER.search(rest)
+        return _NOTHING if match is None else _HeaderLine(reporter, match)
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        header = _Header(self.reporter, line.time)
+        header.severity = self.severity
+        header.multiple = self.multiple
+        header.source = self.source
+        header.source_id = self.source_id
+        state.open_blocks.clear()
+        state.open_headers.pop(self.reporter, None)
+        state.open_headers[self.reporter] = header
+        if len(state.open_headers) > _MAX_OPEN_HEADERS:
+            del state.open_headers[next(iter(state.open_headers))]
+        state.slots.append(header)
+
+
+class _NoDetailsLine:
+    """ "can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
+
+    __slots__ = ("reporter", "source", "source_id")
+
+    def __init__(self, reporter: str | None, match: re.Match[str] | None) -> None:
+        self.reporter = reporter
+        self.source: str | None = None
+        self.source_id: int | None = None
+        if match is not None and match.group("id"):
+            self.source_id = int(match.group("id"), 16)
+        elif match is not None and match.group("src"):
+            self.source = _normalise_bdf(match.group("src"))
+            self.source_id = _bdf_id(self.source)
+
+    @staticmethod
+    def parse(reporter: str | None, rest: str) -> _Line:
+        return _NoDetailsLine(reporter, _NO_DETAILS.match(rest))
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        header = state.open_headers.get(self.reporter)
+        if header is not None and not header.blocks:
+            if header.source_id is None or header.source_id == self.source_id:
+                return  # the header's own "no details" note: part of its event
+        orphan = _Header(self.reporter, line.time)  # its header was cut off: the note stands for it
+        orphan.source = self.source
+        orphan.source_id = self.source_id
+        state.slots.append(orphan)
+
+
+class _BusErrorLine:
+    """ "PCIe Bus Error: severity=Correctable, type=Physical Layer, ...": a device's block."""
+
+    __slots__ = ("device", "has_type", "severity", "type")
+
+    def __init__(self, device: str | None, match: re.Match[str] | None) -> None:
+        self.device = device
+        self.severity = _severity_word(match.group("sev")) if match else None
+        self.has_type = bool(match and match.group("type"))
+        self.type: str | None = None
+        if match and match.group("type"):
+            layer = match.group("type").strip()
+            self.type = layer if layer in _LAYERS else None
+
+    @staticmethod
+    def parse(device: str | None, rest: str) -> _Line:
+        return _BusErrorLine(device, _BUS_ERROR.match(rest))
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = state.open_blocks.get(self.device)
+        if block is None or block.has_details():
+            block = state.start_block(self.device, line, self.severity)
+        block.bus_line = True
+        block.severity = self.severity
+        if self.has_type:
+            block.type = self.type
+
+
+class _StatusLine:
+    """ "device [10de:2335] error status/mask=00000001/0000e000"."""
+
+    __slots__ = ("device", "mask", "status", "vendor_device")
+
+    def __init__(self, device: str | None, match: re.Match[str]) -> None:
+        self.device = device
+        self.vendor_device = match.group("vd").lower()
+        self.status = int(match.group("status"), 16)
+        self.mask = int(match.group("mask"), 16)
+
+    @staticmethod
+    def parse(device: str | None, rest: str) -> _Line:
+        match = _STATUS.match(rest)
+        return _NOTHING if match is None else _StatusLine(device, match)
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = state.open_blocks.get(self.device)
+        if block is None or block.status is not None or block.bits:
+            block = state.start_block(self.device, line, None)
+        block.vendor_device = self.vendor_device
+        block.status = self.status
+        block.mask = self.mask
+
+
+class _BitLine:
+    """ "[ 0] RxErr  (First)": one bit of the status word, by index and (current) name."""
+
+    __slots__ = ("bit", "device")
+
+    def __init__(self, device: str | None, match: re.Match[str]) -> None:
+        self.device = device
+        self.bit = (int(match.group("bit")), _bit_name(match.group("name")))
+
+    @staticmethod
+    def parse(device: str | None, rest: str) -> _Line:
+        match = _BIT.match(rest)
+        return _NOTHING if match is None else _BitLine(device, match)
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = state.open_blocks.get(self.device)
+        if block is None or (block.bits and self.bit[0] <= block.bits[-1][0]):
+            block = state.start_block(self.device, line, None)
+        block.bits.append(self.bit)
+
+
+def _parse_ghes(device: str | None, rest: str) -> _Line:
+    """The kernel's own print of a firmware-first report (pci_print_aer)."""
+    status = _AER_STATUS.match(rest)
+    if status is not None:
+        return _GhesStatusLine(device, status)
+    layer = _AER_LAYER.match(rest)
+    if layer is not None:
+        return _GhesLayerLine(device, layer.group("layer").strip())
+    if rest.startswith("aer_uncor_severity"):
+        return _GhesLayerLine(device, None)
+    return _NOTHING
+
+
+class _GhesStatusLine:
+    """ "aer_status: 0x.., aer_mask: 0x..": joins the CPER section printed for the device."""
+
+    __slots__ = ("device", "mask", "status")
+
+    def __init__(self, device: str | None, match: re.Match[str]) -> None:
+        self.device = device
+        self.status = int(match.group("status"), 16)
+        self.mask = int(match.group("mask"), 16)
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = _Block(self.device, line.time)
+        block.bus_line = True
+        block.status = self.status
+        block.mask = self.mask
+        section = state.sections_by_device.get(self.device) if self.device else None
+        if section is not None and section.merged is None:
+            section.merged = block
+        else:
+            state.slots.append(block)
+        state.open_blocks[self.device] = block
+
+
+class _GhesLayerLine:
+    """ "aer_layer=Transaction Layer, ..." (`layer`), or "aer_uncor_severity: ..." (None)."""
+
+    __slots__ = ("device", "layer")
+
+    def __init__(self, device: str | None, layer: str | None) -> None:
+        self.device = device
+        self.layer = layer
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = state.open_blocks.get(self.device)
+        if block is None:
+            return
+        if self.layer is not None:
+            block.layer = self.layer
+        else:
+            block.uncorrectable_hint = True
+
+
+_Line = (
+    _Nothing
+    | _CperLine
+    | _HeaderLine
+    | _NoDetailsLine
+    | _BusErrorLine
+    | _StatusLine
+    | _BitLine
+    | _GhesStatusLine
+    | _GhesLayerLine
+)
 
 
 def _cper_field(state: _AerState, record: _Record, text: str) -> None:
