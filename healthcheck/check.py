@@ -64,3 +64,26 @@ class Check(Protocol):
         ...
 
     def collect(self, ctx: CheckContext) -> CheckOutput: ...
+
+
+class LazyCheck:
+    """For built-in checks: the class that registers carries only the metadata, and the work
+    (`impl`, "module:attribute" naming a class or an object with `applicable`/`collect`) is
+    imported when the check runs, so listing checks and starting up import no check code."""
+
+    impl: str
+
+    def _target(self) -> Any:
+        import importlib
+
+        module, _, attribute = self.impl.partition(":")
+        target = getattr(importlib.import_module(module), attribute)
+        return target() if isinstance(target, type) else target
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        reason: str | None = self._target().applicable(sources, config)
+        return reason
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        output: CheckOutput = self._target().collect(ctx)
+        return output

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import CheckOutput
+from .check import CheckContext, CheckOutput
 from .models import Device, Evidence, Metric
 from .smi.dmon import DmonRow, parse_dmon
 from .smi.query_csv import QueryCsv, field_value, parse_query_csv_result
@@ -607,3 +607,16 @@ def _add_dmon(
             count = _reading(record, "pcie.replay", replay, "dmon pci")
             record.setdefault("pcie", {}).setdefault("replay_counter_start", count)
         record["samples"].append(sample)
+
+
+@dataclass(frozen=True)
+class FleetCheck:
+    """The work of a GPU check that judges the fleet view: it runs wherever the driver is."""
+
+    judge: Callable[[GpuFleet], CheckOutput]
+
+    def applicable(self, sources: Sources, config: object) -> str | None:
+        return skip_unless_driver(sources)
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        return collect_with(ctx.sources, self.judge)

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.check import CheckContext, CheckOutput
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class DriverCheck:
+class DriverCheck(LazyCheck):
     name = "driver"
     summary = "the NVIDIA driver answers and lists every expected GPU; versions agree"
     layer = Layer.DRIVER
@@ -21,13 +14,4 @@ class DriverCheck:
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),
     )
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from .impl import DriverImpl
-
-        return DriverImpl().applicable(sources, config)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from .impl import DriverImpl
-
-        return DriverImpl().collect(ctx)
+    impl = "sitscheck.checks.driver.impl:DriverImpl"

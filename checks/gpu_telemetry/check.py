@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class GpuTelemetryCheck:
+class GpuTelemetryCheck(LazyCheck):
     name = "gpu_telemetry"
     summary = "utilization, power, clocks, clock event reasons and temperatures over a window"
     layer = Layer.RUNTIME
@@ -33,15 +27,4 @@ class GpuTelemetryCheck:
         MetricSpec("sitscheck.gpu.clock_event.active", "1", "share of samples with a reason"),
         MetricSpec("sitscheck.gpu.violation.time", "s", "cumulative violation time by policy"),
     )
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from sitscheck import gpu_view
-
-        return gpu_view.skip_unless_driver(sources)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from sitscheck import gpu_view
-
-        from .judge import judge
-
-        return gpu_view.collect_with(ctx.sources, judge)
+    impl = "sitscheck.checks.gpu_telemetry.judge:WORK"

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
+from sitscheck.gpu_view import (
+    FleetCheck,
+    GpuFleet,
+    GpuView,
+    judge_each,
+    number,
+    sample_values,
+    stats,
+)
 
 from .reasons import decode, fractions
 
@@ -224,3 +232,7 @@ def _violations(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
             gpu.metric("sitscheck.gpu.violation.time", round(last / 1e9, 6), "s", policy=policy)
         )
     entry["violations_s"] = during
+
+
+# What the `gpu_telemetry` check runs (see `sitscheck.check.LazyCheck`).
+WORK = FleetCheck(judge)

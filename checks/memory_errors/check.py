@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class MemoryErrorsCheck:
+class MemoryErrorsCheck(LazyCheck):
     name = "memory_errors"
     summary = "ECC errors, row remapping (pending, failed) and retired pages per GPU"
     layer = Layer.HARDWARE
@@ -24,15 +18,4 @@ class MemoryErrorsCheck:
         MetricSpec("sitscheck.gpu.memory.remap_failure", "1", "1 when a remap failed"),
         MetricSpec("sitscheck.gpu.memory.retired_pages", "{page}", "retired pages, by cause"),
     )
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from sitscheck import gpu_view
-
-        return gpu_view.skip_unless_driver(sources)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from sitscheck import gpu_view
-
-        from .judge import judge
-
-        return gpu_view.collect_with(ctx.sources, judge)
+    impl = "sitscheck.checks.memory_errors.judge:WORK"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number
+from sitscheck.gpu_view import FleetCheck, GpuFleet, GpuView, judge_each, number
 from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("ecc", "remap", "retired_pages")
@@ -145,3 +145,7 @@ def _retired(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
                 action=RESET_ACTION,
             )
         )
+
+
+# What the `memory_errors` check runs (see `sitscheck.check.LazyCheck`).
+WORK = FleetCheck(judge)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.gpu_view import NVML, GpuFleet, GpuView, judge_each, number
+from sitscheck.gpu_view import NVML, FleetCheck, GpuFleet, GpuView, judge_each, number
 from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("nvlink",)
@@ -143,3 +143,7 @@ def _counters(value: Any) -> dict[str, Any] | None:
 
 def _list(numbers: list[int]) -> str:
     return ", ".join(str(n) for n in numbers)
+
+
+# What the `nvlink` check runs (see `sitscheck.check.LazyCheck`).
+WORK = FleetCheck(judge)

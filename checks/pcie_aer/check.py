@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.check import CheckContext, CheckOutput
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class PcieAerCheck:
+class PcieAerCheck(LazyCheck):
     name = "pcie_aer"
     summary = "PCIe AER errors in the kernel log and sysfs counters, per GPU path"
     layer = Layer.HARDWARE
@@ -22,13 +15,4 @@ class PcieAerCheck:
         MetricSpec("hw.errors", "{error}", "AER errors counted in sysfs, by device and severity"),
         MetricSpec("sitscheck.pcie.aer.events", "{event}", "AER reports in the kernel log"),
     )
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from .impl import PcieAerImpl
-
-        return PcieAerImpl().applicable(sources, config)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from .impl import PcieAerImpl
-
-        return PcieAerImpl().collect(ctx)
+    impl = "sitscheck.checks.pcie_aer.impl:PcieAerImpl"

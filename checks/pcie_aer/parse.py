@@ -236,6 +236,9 @@ class _Header:
         self.blocks: list[_Block] = []
 
 
+_Bits = tuple[tuple[int, str | None], ...]  # a block's bit lines: index and name, as printed
+
+
 class _Block:
     """The detail lines printed for one device: severity/type, status/mask, bits."""
 
@@ -265,7 +268,7 @@ class _Block:
         self.vendor_device: str | None = None
         self.status: int | None = None
         self.mask = 0
-        self.bits: list[tuple[int, str | None]] = []
+        self.bits: _Bits = ()
         self.uncorrectable_hint = False
 
     def has_details(self) -> bool:
@@ -585,7 +588,7 @@ class _BitLine:
         block = state.open_blocks.get(self.device)
         if block is None or (block.bits and self.bit[0] <= block.bits[-1][0]):
             block = state.start_block(self.device, line, None)
-        block.bits.append(self.bit)
+        block.bits += (self.bit,)
 
 
 def _parse_ghes(device: str | None, rest: str) -> _Line:
@@ -597,7 +600,7 @@ def _parse_ghes(device: str | None, rest: str) -> _Line:
     if layer is not None:
         return _GhesLayerLine(device, layer.group("layer").strip())
     if rest.startswith("aer_uncor_severity"):
-        return _GhesLayerLine(device, None)
+        return _GhesSeverityLine(device)
     return _NOTHING
 
 
@@ -625,21 +628,31 @@ class _GhesStatusLine:
 
 
 class _GhesLayerLine:
-    """ "aer_layer=Transaction Layer, ..." (`layer`), or "aer_uncor_severity: ..." (None)."""
+    """ "aer_layer=Transaction Layer, aer_agent=Receiver ID"."""
 
     __slots__ = ("device", "layer")
 
-    def __init__(self, device: str | None, layer: str | None) -> None:
+    def __init__(self, device: str | None, layer: str) -> None:
         self.device = device
         self.layer = layer
 
     def apply(self, state: _AerState, line: KernelLine) -> None:
         block = state.open_blocks.get(self.device)
-        if block is None:
-            return
-        if self.layer is not None:
+        if block is not None:
             block.layer = self.layer
-        else:
+
+
+class _GhesSeverityLine:
+    """ "aer_uncor_severity: 0x...": the block is of an uncorrectable error."""
+
+    __slots__ = ("device",)
+
+    def __init__(self, device: str | None) -> None:
+        self.device = device
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        block = state.open_blocks.get(self.device)
+        if block is not None:
             block.uncorrectable_hint = True
 
 
@@ -653,6 +666,7 @@ _Line = (
     | _BitLine
     | _GhesStatusLine
     | _GhesLayerLine
+    | _GhesSeverityLine
 )
 
 
@@ -736,7 +750,7 @@ class _Draft:
         type_: str | None,
         multiple: bool,
         status: tuple[int, int] | None,
-        bits: list[tuple[int, str | None]],
+        bits: _Bits,
     ) -> None:
         self.time = time
         self.reporter = reporter
@@ -775,7 +789,7 @@ def _item(
     type_: str | None,
     multiple: bool,
     status: tuple[int, int] | None,
-    bits: list[tuple[int, str | None]],
+    bits: _Bits,
 ) -> _Item:
     """The event, or its draft while its severity is not known."""
     known = _KNOWN_SEVERITY.get(severity)
@@ -798,7 +812,7 @@ def _header_item(header: _Header) -> _Item:
         None,
         header.multiple,
         None,
-        [],
+        (),
     )
 
 
@@ -837,7 +851,7 @@ def _section_item(section: _Section) -> _Item:
     severity = section.severity or "corrected"
     type_ = _layer(section.layer)
     merged = section.merged
-    bits: list[tuple[int, str | None]] = []
+    bits: _Bits = ()
     if merged is not None:
         status = (merged.status, merged.mask) if merged.status is not None else None
         bits = merged.bits
@@ -905,9 +919,7 @@ def _final_severity(value: str | None) -> Severity:
     return "corrected"
 
 
-def _errors(
-    severity: Severity, status: tuple[int, int] | None, bits: list[tuple[int, str | None]]
-) -> tuple[str, ...]:
+def _errors(severity: Severity, status: tuple[int, int] | None, bits: _Bits) -> tuple[str, ...]:
     """Bit names: decoded from status & ~mask when printed, then the bit lines as printed."""
     table = CORRECTABLE_BITS if severity == "corrected" else UNCORRECTABLE_BITS
     names: list[str] = []

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.check import CheckContext, CheckOutput
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class PcieLinkCheck:
+class PcieLinkCheck(LazyCheck):
     name = "pcie_link"
     summary = "every GPU's PCIe link at full width (and, while busy, full speed); replay rate"
     layer = Layer.HARDWARE
@@ -25,13 +18,4 @@ class PcieLinkCheck:
         MetricSpec("sitscheck.pcie.replay.rate", "{replay}/min", "replays per minute in the run"),
         MetricSpec("hw.gpu.io", "By/s", "PCIe throughput by direction, per stat"),
     )
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from .impl import PcieLinkImpl
-
-        return PcieLinkImpl().applicable(sources, config)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from .impl import PcieLinkImpl
-
-        return PcieLinkImpl().collect(ctx)
+    impl = "sitscheck.checks.pcie_link.impl:PcieLinkImpl"

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitscheck.check import MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
 if TYPE_CHECKING:
-    from sitscheck.check import CheckContext, CheckOutput
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
-
+    from .impl import TensorrtImpl
     from .probe import Spawn
 
 
-class TensorrtCheck:
+class TensorrtCheck(LazyCheck):
     name = "tensorrt"
     summary = (
         "TensorRT build logs: engine built for another GPU, fallbacks, precision downgrades, "
@@ -32,15 +29,12 @@ class TensorrtCheck:
         MetricSpec("sitscheck.trt.errors", "{error}", "error messages in TensorRT logs"),
     )
 
+    impl = "sitscheck.checks.tensorrt.impl:TensorrtImpl"
+
     def __init__(self, spawn: Spawn | None = None) -> None:
         self._spawn = spawn  # how the probe starts its per-GPU builds (tests inject one)
 
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+    def _target(self) -> TensorrtImpl:
         from .impl import TensorrtImpl
 
-        return TensorrtImpl(self._spawn).applicable(sources, config)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from .impl import TensorrtImpl
-
-        return TensorrtImpl(self._spawn).collect(ctx)
+        return TensorrtImpl(self._spawn)

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sitscheck.check import MetricSpec
+from sitscheck.check import LazyCheck, MetricSpec
 from sitscheck.status import Layer
 
-if TYPE_CHECKING:
-    from sitscheck.check import CheckContext, CheckOutput
-    from sitscheck.config import RunConfig
-    from sitscheck.sources.base import Sources
 
-
-class XidCheck:
+class XidCheck(LazyCheck):
     name = "xid"
     summary = "NVIDIA Xid / NVSwitch SXid events in the kernel log, with the action to take"
     layer = Layer.DRIVER
     needs_gpu = False
     metrics = (MetricSpec("sitscheck.gpu.xid.events", "{event}", "Xid events by code and GPU"),)
-
-    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        from .impl import XidImpl
-
-        return XidImpl().applicable(sources, config)
-
-    def collect(self, ctx: CheckContext) -> CheckOutput:
-        from .impl import XidImpl
-
-        return XidImpl().collect(ctx)
+    impl = "sitscheck.checks.xid.impl:XidImpl"

@@ -84,7 +84,8 @@ def parse_xid(lines: Iterable[KernelLine]) -> list[XidEvent]:
     """Every Xid/SXid/fallen-off-the-bus event in `lines`, in order."""
     state = _XidState()
     for line in lines:
-        state.feed(line)
+        if might_be_xid(line.body):  # the only lines `_XidState.feed` reads
+            state.feed(line)
     return [draft.event() for draft in state.drafts]
 
 
@@ -154,8 +155,6 @@ class _XidState:
 
     def feed(self, line: KernelLine) -> None:
         body = line.body
-        if not might_be_xid(body):
-            return
         if "Xid (" in body:
             if self._sxid(line) or self._xid(line):
                 return

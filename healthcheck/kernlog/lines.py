@@ -109,13 +109,7 @@ def split_kernel_line(raw: str) -> KernelLine | None:
     if not line:
         return KernelLine(body="")
     first = line[0]
-    if first == "[":
-        stamp = _PLAIN_STAMP.match(line)
-        if stamp is not None and stamp.end(1) < 64:  # the "]" where `_strip_bracket` seeks it
-            body = line[stamp.end() :]
-            if _MAYBE_PREFIX.match(body) is None:
-                return KernelLine(body, stamp.group(1))
-    elif first.isdigit():
+    if first.isdigit():
         record = _split_kmsg(line)
         if record is not None:
             return record
@@ -127,11 +121,22 @@ def split_kernel_line(raw: str) -> KernelLine | None:
 
 
 def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
-    """Stream `KernelLine`s from raw lines: newlines and NUL bytes stripped, garbage tolerated."""
+    """Stream `KernelLine`s from raw lines: newlines and NUL bytes stripped, garbage tolerated.
+
+    A line with just the plain `dmesg` stamp before its message is split here by one match (the
+    `split_kernel_line` result, without its search through every other prefix form).
+    """
     for raw in lines:
         if "\x00" in raw:
             raw = raw.replace("\x00", "")
-        record = split_kernel_line(raw)
+        line = raw.rstrip("\r\n")
+        stamp = _PLAIN_STAMP.match(line)
+        if stamp is not None and stamp.end(1) < 64:  # the "]" where `_strip_bracket` seeks it
+            start = stamp.end()
+            if _MAYBE_PREFIX.match(line, start) is None:
+                yield KernelLine(line[start:], stamp.group(1))
+                continue
+        record = split_kernel_line(line)
         if record is None:
             continue
         if record.seq is not None and "\\x0a" in record.body:

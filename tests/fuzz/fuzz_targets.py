@@ -288,3 +288,41 @@ def seeds(target: str) -> list[bytes]:
         }
         return [tarball_of(small)]
     raise KeyError(target)
+
+
+# ---- atheris (libFuzzer) drivers: tests/fuzz/atheris_*.py ---------------------------------------
+
+
+def atheris_main(targets: list[str], argv: list[str] | None = None) -> None:
+    """Fuzz `targets` coverage-guided until libFuzzer stops (-runs, -max_total_time, a crash).
+
+    With several targets the first byte of an input picks one. An empty corpus folder (or, with
+    none on the command line, one in the scratch folder) is seeded with real samples first.
+    """
+    import logging
+    import sys
+
+    import atheris
+
+    logging.getLogger("sitscheck").addHandler(logging.NullHandler())  # moved-aside warnings
+    args = list(sys.argv if argv is None else argv)
+    folders = [arg for arg in args[1:] if not arg.startswith("-")]
+    if not folders:
+        folders = [str(scratch() / "corpus")]
+        args.append(folders[0])
+    corpus = Path(folders[0])
+    corpus.mkdir(parents=True, exist_ok=True)
+    if not any(corpus.iterdir()):  # start from real samples
+        for index, name in enumerate(targets):
+            for number, seed in enumerate(seeds(name)):
+                prefix = bytes([index]) if len(targets) > 1 else b""
+                (corpus / f"seed-{name}-{number}").write_bytes(prefix + seed)
+
+    def one_input(data: bytes) -> None:
+        if len(targets) == 1:
+            TARGETS[targets[0]](data)
+        elif data:
+            TARGETS[targets[data[0] % len(targets)]](data[1:])
+
+    atheris.Setup(args, one_input)
+    atheris.Fuzz()
