@@ -97,6 +97,8 @@ def load_site_config(path: Path | None) -> dict[str, Any]:
         raise ConfigError(f"{target}{line}: not valid YAML: {exc}") from exc
     except OSError as exc:
         raise ConfigError(f"{target}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{target}: not UTF-8 text (byte {exc.start})") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

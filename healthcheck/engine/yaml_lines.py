@@ -75,7 +75,12 @@ def _build(path: Path, node: yaml.Node) -> Any:
         items.item_lines = [child.start_mark.line + 1 for child in node.value]
         return items
     constructor = yaml.SafeLoader("")
-    return constructor.construct_object(node, deep=True)
+    try:
+        return constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
+        raise RuleError(str(path), f"bad value: {getattr(exc, 'problem', exc)}", line) from exc
+    except (ValueError, OverflowError) as exc:
+        raise RuleError(str(path), f"bad value: {exc}", line) from exc
 
 
 def _content_line(node: yaml.Node) -> int:

@@ -86,18 +86,23 @@ _BRACKET_TIME = re.compile(
 _BRACKET_CALLER = re.compile(r"\s*([TC]\d+)\s*")
 _LEVEL = re.compile(r"<\d{1,3}>")
 
-# The fast path for the plain `dmesg` stamp nearly every line has, "[  123.456789] " (also
-# "[  +0.000316] "): one match splits the line when what follows cannot begin another prefix.
-_PLAIN_STAMP = re.compile(r"\[ *(\+?[0-9]+\.[0-9]+)\] ?")
 # Matches at the start of every text `_after_kernel_stamp` or `_strip_one` would strip more
-# from (and of some they would not): when it does not match, the text after a stamp is the body.
-_MAYBE_PREFIX = re.compile(
+# from (and of some they would not): where it does not match, the text after a stamp is the body.
+_MAYBE_PREFIX = (
     r"[\[<]"  # a bracket group, a console level
     r"|\d{4}-"  # an ISO-8601 stamp
     r"|kernel:"
     r"|" + _FACILITY_NAME + r"\s*:"  # dmesg -x
     # a journald monotonic "host kernel: ", syslog "Sep 19 16:", journalctl -o short-full
     r"|\S+\s+(?:kernel|\d{1,2}\s+\d{1,2}:|\d{4}-)"
+)
+# The fast path for the line nearly every log has: the plain `dmesg` stamp "[  123.456789] "
+# (also "[  +0.000316] ") and the message, no other prefix. Bounded to keep the "]" within the
+# first 64 characters, where `_strip_bracket` looks for it; its one separator space is taken
+# only when no `_MAYBE_PREFIX` follows, the "]" only when neither a space nor one follows.
+_PLAIN_STAMP = re.compile(
+    r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\]"
+    r"(?: (?!" + _MAYBE_PREFIX + r")|(?! |" + _MAYBE_PREFIX + r"))"
 )
 
 _MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
@@ -131,11 +136,9 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
             raw = raw.replace("\x00", "")
         line = raw.rstrip("\r\n")
         stamp = _PLAIN_STAMP.match(line)
-        if stamp is not None and stamp.end(1) < 64:  # the "]" where `_strip_bracket` seeks it
-            start = stamp.end()
-            if _MAYBE_PREFIX.match(line, start) is None:
-                yield KernelLine(line[start:], stamp.group(1))
-                continue
+        if stamp is not None:
+            yield KernelLine(line[stamp.end() :], stamp.group(1))
+            continue
         record = split_kernel_line(line)
         if record is None:
             continue

@@ -79,7 +79,7 @@ class CommandRunner:
         args = tuple(argv)
         if resolved is None:
             return CommandResult(args, None, "", "", 0.0, error=f"{argv[0]}: command not found")
-        env = {**os.environ, **self.extra_env, "LC_ALL": "C", "LANG": "C"}
+        env = {**child_environment(os.environ), **self.extra_env, "LC_ALL": "C", "LANG": "C"}
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.Popen(
@@ -111,6 +111,21 @@ class CommandRunner:
             timed_out=timed_out,
             truncated=cut_out or cut_err,
         )
+
+
+# What a command may inherit: enough to find programs, libraries, Python and the GPUs; never
+# the rest (OTLP headers, tokens and other secrets live in the environment).
+_INHERITED = ("PATH", "HOME", "USER", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
+              "VIRTUAL_ENV", "SYSTEMD_PAGER")
+_INHERITED_PREFIXES = ("CUDA_", "NVIDIA_", "__NV_", "SITSCHECK_")
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    return {
+        key: value
+        for key, value in environ.items()
+        if key in _INHERITED or key.startswith(_INHERITED_PREFIXES)
+    }
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

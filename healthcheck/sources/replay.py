@@ -73,7 +73,10 @@ class ReplaySources(Memo):
             return None, f"{artifact.ref}:{exc.lineno}: not valid JSON: {exc.msg}"
         if not isinstance(data, dict):
             return None, f"{artifact.ref}: not a JSON object"
-        return data, None
+        from .snapshot_schema import snapshot_problem
+
+        problem = snapshot_problem(data, artifact.ref)
+        return (None, problem) if problem else (data, None)
 
     def trt_logs(self) -> list[Path]:
         folder = self._files.path(names.TENSORRT_DIR)

@@ -74,6 +74,7 @@ class NodeSpec:
     log_files: list[str] = field(default_factory=list)
     nvml: NvmlFaults = field(default_factory=NvmlFaults)
     state_dir: str = ""
+    progress: str = ""  # a file each check's name is appended to when its collect returns
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -199,6 +200,9 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
         return LiveSources(node_options, CommandRunner(path=spec.bin))
 
     patch(app, "LiveSources", sources)
+    if spec.progress:
+        selected = app.selected_checks
+        patch(app, "selected_checks", lambda config: record_progress(selected(config), spec))
     patch(kernel_log, "KMSG", str(Path(spec.root) / "no-such-kmsg"))
     patch(kernel_log, "LOG_FILES", tuple(spec.log_files))
     if spec.kmsg == "eperm":
@@ -269,6 +273,39 @@ def refuse_writes(patch: Patch, state: Path, error: int, new_only: bool) -> None
         return real_open(path, flags, *args, **kwargs)
 
     patch(os, "open", guarded)
+
+
+class _Recorded:
+    """A check that notes in the progress file when its collect has returned."""
+
+    def __init__(self, check: Any, progress: Path) -> None:
+        self._check = check
+        self._progress = progress
+        for name in ("name", "summary", "layer", "needs_gpu", "metrics"):
+            setattr(self, name, getattr(check, name))
+
+    def applicable(self, sources: Any, config: Any) -> str | None:
+        reason: str | None = self._check.applicable(sources, config)
+        return reason
+
+    def collect(self, ctx: Any) -> Any:
+        output = self._check.collect(ctx)
+        with self._progress.open("a", encoding="utf-8") as handle:
+            handle.write(f"{self._check.name}\n")
+        return output
+
+
+def record_progress(checks: list[Any], spec: NodeSpec) -> list[Any]:
+    from sitscheck.registry import BrokenCheck
+
+    progress = Path(spec.progress)
+    return [c if isinstance(c, BrokenCheck) else _Recorded(c, progress) for c in checks]
+
+
+def finished(spec: NodeSpec) -> set[str]:
+    """The checks whose collect has returned so far (with `spec.progress` set)."""
+    path = Path(spec.progress)
+    return set(path.read_text(encoding="utf-8").split()) if path.exists() else set()
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ import pytest
 from fakes.fake_checks import FakeCheck, HangingCheck
 from fakes.procs import read_pids, still_running
 from fault_expect import CHECKS, outline, result
-from fault_node import NodeSpec, hang_body, write_smi
+from fault_node import NodeSpec, finished, hang_body, write_smi
 from sitscheck.check import Check
 from sitscheck.config import RunConfig
 from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
@@ -48,6 +48,7 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     name: str, node: NodeSpec, baseline: Report, pidfile: Path, tmp_path: Path
 ) -> None:
     write_smi(node, {"topo": hang_body(pidfile)})  # topo -m hangs, ignoring SIGTERM
+    node.progress = str(tmp_path / "finished.txt")
     config = tmp_path / "config.yaml"
     config.write_text("command_timeout_s: 30\nnvml_deadline_s: 1\n")  # nothing times out itself
     target = tmp_path / "out" / "report.json"
@@ -57,7 +58,8 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(read_pids(pidfile)) >= 2, 20.0, "the hung nvidia-smi topo -m")
-        time.sleep(1.5)  # the other checks finish meanwhile
+        others = set(CHECKS) - {"topology", "tensorrt"}  # tensorrt: skipped, never collects
+        wait_for(lambda: finished(node) >= others, 20.0, "the other checks to finish")
         process.send_signal(SIGNALS[name])
         sent = time.monotonic()
         stdout, stderr = process.communicate(timeout=15)

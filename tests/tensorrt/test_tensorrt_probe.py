@@ -43,7 +43,7 @@ def no_tensorrt(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def fake_trt(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "tensorrt", fake_tensorrt())
-    monkeypatch.delenv("FAKE_TRT_MODE", raising=False)
+    monkeypatch.delenv("SITSCHECK_FAKE_TRT_MODE", raising=False)
 
 
 def in_process_spawn(
@@ -57,7 +57,7 @@ def in_process_spawn(
         calls.append(dict(env))
         wanted = (mode or {}).get(env["CUDA_VISIBLE_DEVICES"], "ok")
         with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("FAKE_TRT_MODE", wanted)
+            patch.setenv("SITSCHECK_FAKE_TRT_MODE", wanted)
             out = io.StringIO()
             code = probe.main([], out)
         return CommandResult(tuple(argv), code, out.getvalue(), "", 0.01)
@@ -193,7 +193,7 @@ def test_child_main_prints_a_log_the_scanner_reads(monkeypatch: pytest.MonkeyPat
     text = out.getvalue()
     assert text.splitlines()[-1] == probe.PASSED_LINE
     assert "] [I] [TRT] Engine built: 4242 bytes" in text
-    monkeypatch.setenv("FAKE_TRT_MODE", "fail")
+    monkeypatch.setenv("SITSCHECK_FAKE_TRT_MODE", "fail")
     failed = io.StringIO()
     assert probe.main([], failed) == probe.EXIT_FAILED
     log = scan_trt_log(failed.getvalue().splitlines(), "probe")
@@ -202,7 +202,7 @@ def test_child_main_prints_a_log_the_scanner_reads(monkeypatch: pytest.MonkeyPat
         "Build serialized network failed.",
         probe.FAILED_LINE,
     )
-    monkeypatch.setenv("FAKE_TRT_MODE", "raise")
+    monkeypatch.setenv("SITSCHECK_FAKE_TRT_MODE", "raise")
     raised = io.StringIO()
     assert probe.main([], raised) == probe.EXIT_FAILED
     assert scan_trt_log(raised.getvalue().splitlines(), "p").errors[0] == (
@@ -263,7 +263,7 @@ def fake_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sys.modules, "tensorrt", raising=False)
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setenv("PYTHONPATH", str(folder))
-    monkeypatch.delenv("FAKE_TRT_MODE", raising=False)
+    monkeypatch.delenv("SITSCHECK_FAKE_TRT_MODE", raising=False)
 
 
 @pytest.mark.usefixtures("fake_on_path")
@@ -282,7 +282,7 @@ def test_child_processes_build_and_report() -> None:
 def test_a_hung_child_is_killed_at_the_deadline_with_its_log_so_far(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("FAKE_TRT_MODE", "hang")
+    monkeypatch.setenv("SITSCHECK_FAKE_TRT_MODE", "hang")
     monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # the child flushes each line itself
     (gpu,) = probe.run_probe([GpuRef(0, "a", "NVIDIA H200")], 3.0).gpus
     assert gpu.status == "timed_out"

@@ -90,7 +90,7 @@ def codes(output: CheckOutput) -> list[tuple[str, str, int | None]]:
 
 # --------------------------------------------------------------------------- fake tensorrt
 
-# Behaviour is picked by FAKE_TRT_MODE: ok (default), fail (no plan), raise, hang (logs, then
+# Behaviour is picked by SITSCHECK_FAKE_TRT_MODE: ok (default), fail (no plan), raise, hang (logs, then
 # sleeps). Every message goes through the ILogger the caller hands to Builder.
 FAKE_TRT_SOURCE = """
 import os
@@ -196,7 +196,7 @@ class Builder:
 
     def build_serialized_network(self, network, config):
         log, sev = self.logger.log, ILogger.Severity
-        mode = os.environ.get("FAKE_TRT_MODE", "ok")
+        mode = os.environ.get("SITSCHECK_FAKE_TRT_MODE", "ok")
         log(sev.INFO, "[MemUsageChange] Init CUDA: CPU +2, GPU +0, now: CPU 24, GPU 537 (MiB)")
         log(sev.VERBOSE, "verbose chatter the probe leaves out")
         if mode == "hang":

@@ -1,0 +1,94 @@
+"""The shape of a bundle's `nvml.json`, checked before any check reads it.
+
+A bundle can come from a sick or hostile machine, or be edited by hand: a wrong type anywhere
+must be one clear message naming the file and the place, never an internal error in every
+check that reads the snapshot. Unknown keys are allowed (newer writers add fields).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+Number = int | float | None
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Link(_Loose):
+    link: int
+    active: bool | None = None
+    remote_pci_bus_id: str | None = None
+    version: int | None = None
+    errors: dict[str, Number] = {}
+    errors_end: dict[str, Number] = {}
+
+
+class _Sample(_Loose):
+    t: float | None = None
+    util_gpu: Number = None
+    util_mem: Number = None
+    power_w: Number = None
+    sm_clock_mhz: Number = None
+    mem_clock_mhz: Number = None
+    temp_c: Number = None
+    mem_temp_c: Number = None
+    clock_event_reasons: int | None = None
+    pcie_tx_kbps: Number = None
+    pcie_rx_kbps: Number = None
+
+
+class _Gpu(_Loose):
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    pci_device_id: str | None = None
+    vbios: str | None = None
+    persistence_mode: bool | None = None
+    pcie: dict[str, Number] = {}
+    power: dict[str, Number] = {}
+    temperature: dict[str, Number] = {}
+    clocks_max_mhz: dict[str, Number] = {}
+    ecc: dict[str, Any] = {}
+    remap: dict[str, Any] | None = None
+    retired_pages: dict[str, Any] | None = None
+    nvlink: list[_Link] = []
+    violations_ns_start: dict[str, Number] = {}
+    violations_ns_end: dict[str, Number] = {}
+    recovery_action: int | None = None
+    samples: list[_Sample] = []
+    gpm: list[dict[str, Number]] = []
+    unavailable: dict[str, str] = {}
+    failures: dict[str, str] = {}
+    lost: dict[str, Any] | None = None
+
+
+class _Pair(_Loose):
+    a: int
+    b: int
+    common_ancestor: str | None = None
+    p2p_nvlink: bool | None = None
+
+
+class _Snapshot(_Loose):
+    format: str | None = None
+    version: int | None = None
+    gpus: list[_Gpu] = []
+    pairs: list[_Pair] = []
+    device_count: int | None = None
+
+
+def snapshot_problem(data: object, ref: str) -> str | None:
+    """None when `data` has the nvml.json shape, else one message naming where it does not."""
+    try:
+        _Snapshot.model_validate(data, strict=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return f"{ref}: {where}: {first['msg']}{more}"
+    return None
