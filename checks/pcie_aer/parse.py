@@ -352,14 +352,20 @@ class _AerState:
         return block
 
     def _header_for(self, device: str | None, severity: str | None) -> _Header | None:
+        """The newest open header a new block of `device` belongs to: not of the other severity
+        class (corrected / uncorrectable), not logged in another PCI domain, and with no block
+        of the device yet."""
+        corrected = severity == "corrected"
+        domain = device.partition(":")[0] if device is not None else None
         for header in reversed(self.open_headers.values()):
-            if not _same_class(severity, header.severity):
-                continue
-            if not _same_domain(device, header.reporter):
-                continue
-            if _has_block_of(header, device):
-                continue
-            return header
+            if severity is not None and header.severity is not None:
+                if corrected != (header.severity == "corrected"):
+                    continue
+            if domain is not None and header.reporter is not None:
+                if domain != header.reporter.partition(":")[0]:
+                    continue
+            if not any(block.device == device for block in header.blocks):
+                return header
         return None
 
     def cper(self, line: KernelLine) -> None:
@@ -977,25 +983,6 @@ def _cper_severity(text: str) -> str:
     if word.startswith("fatal"):
         return "fatal"
     return "corrected"
-
-
-def _same_class(block: str | None, header: str | None) -> bool:
-    if block is None or header is None:
-        return True
-    return (block == "corrected") == (header == "corrected")
-
-
-def _has_block_of(header: _Header, device: str | None) -> bool:
-    for block in header.blocks:
-        if block.device == device:
-            return True
-    return False
-
-
-def _same_domain(device: str | None, reporter: str | None) -> bool:
-    if device is None or reporter is None:
-        return True
-    return device.partition(":")[0] == reporter.partition(":")[0]
 
 
 def _layer(text: str | None) -> str | None:

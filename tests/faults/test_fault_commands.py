@@ -83,7 +83,6 @@ def test_hung_nvidia_smi_with_nvml_costs_one_timeout_and_loses_nothing(
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     # the matrix is missing: NVML's topology is reported alone, and the hang is named
     assert names(said(result(report, "topology")), killed_after_timeout("`nvidia-smi topo -m"))
-    assert report.status == Status.UNKNOWN  # a rule that needs the matrix's NVLink counts
     assert_killed(pidfile)
 
 

@@ -38,7 +38,8 @@ def vanishing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path]]:
         if not gone and vanishing_now and path.parent.name == GPU1 and path.exists():
             shutil.rmtree(path.parent)
             gone.append(path.parent)
-        return read_text(self, relative, limit)
+        text: str | None = read_text(self, relative, limit)
+        return text
 
     monkeypatch.setattr(FileTree, "read_text", vanish)
     yield gone

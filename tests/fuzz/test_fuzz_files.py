@@ -71,7 +71,8 @@ rule_value = json_values(
 def replayed() -> list[CheckResult]:
     """Real check results (the recorded bundle) for fuzzed rules to be evaluated against."""
     checks = select(discover(), [], [])
-    return run_checks(checks, ReplaySources(BUNDLE), RunConfig())
+    results: list[CheckResult] = run_checks(checks, ReplaySources(BUNDLE), RunConfig())
+    return results
 
 
 # ---- rule files -------------------------------------------------------------------------------
