@@ -174,13 +174,7 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
     from .app import execute
     from .report.outputs import deliver
 
-    if config.daemon:
-        from .daemon.session import DaemonSession
-
-        with DaemonSession(config.state_dir) as session:
-            report = session.finish(execute(request, wrap=session.follow))
-    else:
-        report = execute(request)
+    report = _daemon_run(config, request) if config.daemon else execute(request)
     deliver(report, specs, config.verbose)
     if otlp_settings.endpoint:
         from .export.otel import export_report
@@ -191,6 +185,39 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
         if result.errors:
             typer.echo(f"sitscheck: {result.summary()}", err=True)
     return report
+
+
+def _daemon_run(config: Any, request: Any) -> Any:
+    """A timer-mode run. A state dir that cannot be opened or saved (read-only, full) costs the
+    run its deltas, never its report: the report says what happened to the state."""
+    from .app import execute
+    from .daemon.session import DaemonSession
+    from .daemon.state import StateError
+
+    try:
+        session = DaemonSession(config.state_dir).open()
+    except StateError as exc:
+        report = execute(request)
+        return _with_note(report, f"daemon state not used: {exc}")
+    try:
+        report = execute(request, wrap=session.follow)
+        try:
+            return session.finish(report)
+        except StateError as exc:
+            return _with_note(report, f"daemon state not saved: {exc}")
+    finally:
+        session.close()
+
+
+def _with_note(report: Any, note: str) -> Any:
+    """The timer run's state failed: the health result stands, but the run is UNKNOWN at
+    best (exit 3), since what it should report as new cannot be known."""
+    from .models import Status, worst
+
+    typer.echo(f"sitscheck: {note}", err=True)
+    status = worst([report.status, Status.UNKNOWN])
+    headline = f"{status.value.upper()} — {report.headline} — {note}"
+    return report.model_copy(update={"headline": headline, "status": status})
 
 
 def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:

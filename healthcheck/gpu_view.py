@@ -433,7 +433,10 @@ def load(sources: Sources) -> GpuFleet | str:
     if query.text is None and dmon.text is None:
         reasons = [a.reason for a in (query, dmon) if a.reason]
         return "no GPU readings: " + "; ".join([*problems, *reasons])
-    return from_smi(query.text, query.ref, dmon.text, dmon.ref, problems)
+    fleet = from_smi(query.text, query.ref, dmon.text, dmon.ref, problems)
+    if not fleet.gpus:  # outputs there, but no GPU could be read from them: not healthy
+        return "no GPU readings: " + "; ".join(fleet.problems or ("no GPU rows in the output",))
+    return fleet
 
 
 def from_snapshot(snapshot: Mapping[str, Any], ref: str) -> GpuFleet:

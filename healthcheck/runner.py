@@ -26,6 +26,7 @@ class _Slot:
     thread: threading.Thread = field(init=False)
     output: CheckOutput | None = None
     crash: str | None = None
+    skip: str | None = None
     duration_s: float = 0.0
 
 
@@ -40,21 +41,6 @@ def run_checks(
         if isinstance(check, BrokenCheck):
             results[check.name] = CheckResult(
                 name=check.name, status=Status.UNKNOWN, error=check.error
-            )
-            continue
-        try:
-            skip = check.applicable(sources, config)
-        except Exception as exc:
-            results[check.name] = CheckResult(
-                name=check.name,
-                layer=check.layer,
-                status=Status.UNKNOWN,
-                error=f"could not decide whether it applies: {type(exc).__name__}: {exc}",
-            )
-            continue
-        if skip is not None:
-            results[check.name] = CheckResult(
-                name=check.name, layer=check.layer, status=Status.SKIPPED, skip_reason=skip
             )
             continue
         deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
@@ -72,7 +58,16 @@ def run_checks(
 
 
 def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
+    """On the check's own thread, under its deadline: decide whether it applies, then run it."""
     began = time.monotonic()
+    try:
+        slot.skip = slot.check.applicable(sources, config)
+    except Exception as exc:
+        slot.crash = f"could not decide whether it applies: {type(exc).__name__}: {exc}"
+        slot.duration_s = time.monotonic() - began
+        return
+    if slot.skip is not None:
+        return
     try:
         output = slot.check.collect(CheckContext(sources, config, slot.deadline))
         slot.output = _validated(output, slot.check.name)
@@ -107,6 +102,10 @@ def _result(slot: _Slot, elapsed: float) -> CheckResult:
             status=Status.UNKNOWN,
             duration_s=round(elapsed, 3),
             error=f"timed out: no result within its deadline ({elapsed:.1f}s)",
+        )
+    if slot.skip is not None:
+        return CheckResult(
+            name=check.name, layer=check.layer, status=Status.SKIPPED, skip_reason=slot.skip
         )
     if slot.output is None:
         return CheckResult(

@@ -180,6 +180,55 @@ class AerEvent:
         }
 
 
+# An event is made by `_new_event`: a frozen dataclass's generated __init__ sets each field
+# through object.__setattr__, which costs more than the rest of turning a report into its event;
+# the same object is made by setting its slots directly.
+(
+    _SET_REPORTER,
+    _SET_DEVICE,
+    _SET_VENDOR_DEVICE,
+    _SET_SEVERITY,
+    _SET_TYPE,
+    _SET_ERRORS,
+    _SET_MULTIPLE,
+    _SET_TIME,
+) = (
+    AerEvent.__dict__[name].__set__
+    for name in (
+        "reporter",
+        "device",
+        "vendor_device",
+        "severity",
+        "type",
+        "errors",
+        "multiple",
+        "time",
+    )
+)
+
+
+def _new_event(
+    reporter: str | None,
+    device: str | None,
+    vendor_device: str | None,
+    severity: Severity,
+    type_: str | None,
+    errors: tuple[str, ...],
+    multiple: bool,
+    time: str | None,
+) -> AerEvent:
+    event: AerEvent = object.__new__(AerEvent)
+    _SET_REPORTER(event, reporter)
+    _SET_DEVICE(event, device)
+    _SET_VENDOR_DEVICE(event, vendor_device)
+    _SET_SEVERITY(event, severity)
+    _SET_TYPE(event, type_)
+    _SET_ERRORS(event, errors)
+    _SET_MULTIPLE(event, multiple)
+    _SET_TIME(event, time)
+    return event
+
+
 def might_be_aer(raw_line: str) -> bool:
     """Cheap substring test: False only for lines `parse_aer` never needs (raw or body).
 
@@ -224,10 +273,20 @@ def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
 class _Header:
     """A "... error received" line: the port that logged a report, and its detail blocks."""
 
-    __slots__ = ("blocks", "multiple", "reporter", "severity", "source", "source_id", "time")
+    __slots__ = (
+        "blocks",
+        "domain",
+        "multiple",
+        "reporter",
+        "severity",
+        "source",
+        "source_id",
+        "time",
+    )
 
-    def __init__(self, reporter: str | None, time: str | None) -> None:
+    def __init__(self, reporter: str | None, domain: str | None, time: str | None) -> None:
         self.reporter = reporter
+        self.domain = domain  # the reporter's PCI domain
         self.time = time
         self.severity: str | None = None
         self.multiple = False
@@ -246,7 +305,6 @@ class _Block:
         "bits",
         "bus_line",
         "device",
-        "header",
         "layer",
         "mask",
         "severity",
@@ -260,7 +318,6 @@ class _Block:
     def __init__(self, device: str | None, time: str | None) -> None:
         self.device = device
         self.time = time
-        self.header: _Header | None = None
         self.bus_line = False
         self.severity: str | None = None
         self.type: str | None = None
@@ -340,31 +397,33 @@ class _AerState:
             said = self.said[line.body] = _parse_line(line.body)
         said.apply(self, line)
 
-    def start_block(self, device: str | None, line: KernelLine, severity: str | None) -> _Block:
+    def start_block(self, said: _DetailLine, line: KernelLine, severity: str | None) -> _Block:
+        device = said.device
         block = _Block(device, line.time)
-        header = self._header_for(device, severity)
+        header = self._header_for(said, severity)
         if header is not None:
-            block.header = header
             header.blocks.append(block)
         else:
             self.slots.append(block)
         self.open_blocks[device] = block
         return block
 
-    def _header_for(self, device: str | None, severity: str | None) -> _Header | None:
+    def _header_for(self, said: _DetailLine, severity: str | None) -> _Header | None:
         """The newest open header a new block of `device` belongs to: not of the other severity
         class (corrected / uncorrectable), not logged in another PCI domain, and with no block
         of the device yet."""
+        device, domain = said.device, said.domain
         corrected = severity == "corrected"
-        domain = device.partition(":")[0] if device is not None else None
         for header in reversed(self.open_headers.values()):
             if severity is not None and header.severity is not None:
                 if corrected != (header.severity == "corrected"):
                     continue
-            if domain is not None and header.reporter is not None:
-                if domain != header.reporter.partition(":")[0]:
-                    continue
-            if not any(block.device == device for block in header.blocks):
+            if domain is not None and header.domain is not None and domain != header.domain:
+                continue
+            for block in header.blocks:
+                if block.device == device:
+                    break
+            else:
                 return header
         return None
 
@@ -386,8 +445,14 @@ class _AerState:
     # -- results -------------------------------------------------------------------------------
 
     def events(self) -> list[AerEvent]:
+        """The events of the reports read, which are let go of one by one as they are turned
+        into events (an error storm's worth of them need not all be kept, nor be traversed by
+        the garbage collector, while its events are made)."""
         items: list[_Item] = []
-        for slot in self.slots:
+        slots, self.slots = self.slots, []
+        slots.reverse()
+        while slots:
+            slot = slots.pop()
             if isinstance(slot, _Header):
                 if slot.blocks:
                     items.extend([_block_item(block, slot) for block in slot.blocks])
@@ -460,10 +525,11 @@ _CPER_LINE = _CperLine()
 class _HeaderLine:
     """A "... error received" line: a new report, with no detail block yet."""
 
-    __slots__ = ("multiple", "reporter", "severity", "source", "source_id")
+    __slots__ = ("domain", "multiple", "reporter", "severity", "source", "source_id")
 
     def __init__(self, reporter: str | None, match: re.Match[str]) -> None:
         self.reporter = reporter
+        self.domain = _domain(reporter)
         self.severity = _severity_word(match.group("sev"))
         self.multiple = match.group("multi") is not None
         self.source: str | None = None
@@ -480,7 +546,7 @@ class _HeaderLine:
         return _NOTHING if match is None else _HeaderLine(reporter, match)
 
     def apply(self, state: _AerState, line: KernelLine) -> None:
-        header = _Header(self.reporter, line.time)
+        header = _Header(self.reporter, self.domain, line.time)
         header.severity = self.severity
         header.multiple = self.multiple
         header.source = self.source
@@ -496,10 +562,11 @@ class _HeaderLine:
 class _NoDetailsLine:
     """ "can't find device of ID00e5" / "found no error details for 0000:00:1c.5"."""
 
-    __slots__ = ("reporter", "source", "source_id")
+    __slots__ = ("domain", "reporter", "source", "source_id")
 
     def __init__(self, reporter: str | None, match: re.Match[str] | None) -> None:
         self.reporter = reporter
+        self.domain = _domain(reporter)
         self.source: str | None = None
         self.source_id: int | None = None
         if match is not None and match.group("id"):
@@ -517,19 +584,31 @@ class _NoDetailsLine:
         if header is not None and not header.blocks:
             if header.source_id is None or header.source_id == self.source_id:
                 return  # the header's own "no details" note: part of its event
-        orphan = _Header(self.reporter, line.time)  # its header was cut off: the note stands for it
+        orphan = _Header(
+            self.reporter, self.domain, line.time
+        )  # its header was cut off: the note stands for it
         orphan.source = self.source
         orphan.source_id = self.source_id
         state.slots.append(orphan)
 
 
-class _BusErrorLine:
+class _DetailLine:
+    """A line of one device's detail block."""
+
+    __slots__ = ("device", "domain")
+
+    def __init__(self, device: str | None) -> None:
+        self.device = device
+        self.domain = _domain(device)
+
+
+class _BusErrorLine(_DetailLine):
     """ "PCIe Bus Error: severity=Correctable, type=Physical Layer, ...": a device's block."""
 
-    __slots__ = ("device", "has_type", "severity", "type")
+    __slots__ = ("has_type", "severity", "type")
 
     def __init__(self, device: str | None, match: re.Match[str] | None) -> None:
-        self.device = device
+        super().__init__(device)
         self.severity = _severity_word(match.group("sev")) if match else None
         self.has_type = bool(match and match.group("type"))
         self.type: str | None = None
@@ -544,20 +623,20 @@ class _BusErrorLine:
     def apply(self, state: _AerState, line: KernelLine) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or block.has_details():
-            block = state.start_block(self.device, line, self.severity)
+            block = state.start_block(self, line, self.severity)
         block.bus_line = True
         block.severity = self.severity
         if self.has_type:
             block.type = self.type
 
 
-class _StatusLine:
+class _StatusLine(_DetailLine):
     """ "device [10de:2335] error status/mask=00000001/0000e000"."""
 
-    __slots__ = ("device", "mask", "status", "vendor_device")
+    __slots__ = ("mask", "status", "vendor_device")
 
     def __init__(self, device: str | None, match: re.Match[str]) -> None:
-        self.device = device
+        super().__init__(device)
         self.vendor_device = match.group("vd").lower()
         self.status = int(match.group("status"), 16)
         self.mask = int(match.group("mask"), 16)
@@ -570,20 +649,21 @@ class _StatusLine:
     def apply(self, state: _AerState, line: KernelLine) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or block.status is not None or block.bits:
-            block = state.start_block(self.device, line, None)
+            block = state.start_block(self, line, None)
         block.vendor_device = self.vendor_device
         block.status = self.status
         block.mask = self.mask
 
 
-class _BitLine:
+class _BitLine(_DetailLine):
     """ "[ 0] RxErr  (First)": one bit of the status word, by index and (current) name."""
 
-    __slots__ = ("bit", "device")
+    __slots__ = ("bit", "bits")
 
     def __init__(self, device: str | None, match: re.Match[str]) -> None:
-        self.device = device
+        super().__init__(device)
         self.bit = (int(match.group("bit")), _bit_name(match.group("name")))
+        self.bits: _Bits = (self.bit,)  # a block's first bit: its bits, shared with no copy
 
     @staticmethod
     def parse(device: str | None, rest: str) -> _Line:
@@ -593,8 +673,8 @@ class _BitLine:
     def apply(self, state: _AerState, line: KernelLine) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or (block.bits and self.bit[0] <= block.bits[-1][0]):
-            block = state.start_block(self.device, line, None)
-        block.bits += (self.bit,)
+            block = state.start_block(self, line, None)
+        block.bits += self.bits
 
 
 def _parse_ghes(device: str | None, rest: str) -> _Line:
@@ -771,7 +851,7 @@ class _Draft:
     def event(self) -> AerEvent:
         severity = _final_severity(self.severity)
         errors = _errors(severity, self.status, self.bits)
-        return AerEvent(
+        return _new_event(
             self.reporter,
             self.device,
             self.vendor_device,
@@ -804,7 +884,7 @@ def _item(
             time, reporter, device, vendor_device, severity, type_, multiple, status, bits
         )
     errors = _errors(known, status, bits)
-    return AerEvent(reporter, device, vendor_device, known, type_, errors, multiple, time)
+    return _new_event(reporter, device, vendor_device, known, type_, errors, multiple, time)
 
 
 def _header_item(header: _Header) -> _Item:
@@ -983,6 +1063,11 @@ def _cper_severity(text: str) -> str:
     if word.startswith("fatal"):
         return "fatal"
     return "corrected"
+
+
+def _domain(bdf: str | None) -> str | None:
+    """The PCI domain of a bus id ("0000" of "0000:98:00.0")."""
+    return bdf.partition(":")[0] if bdf is not None else None
 
 
 def _layer(text: str | None) -> str | None:

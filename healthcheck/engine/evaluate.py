@@ -90,12 +90,22 @@ def build_activation(
 
 
 def without_nulls(value: Any) -> Any:
-    """Drop nulls, so a rule tests presence with CEL's `has()` and reading one is an error."""
+    """Drop nulls, so a rule tests presence with CEL's `has()` and reading one is an error;
+    integers beyond CEL's int64 become doubles."""
     if isinstance(value, dict):
         return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [without_nulls(v) for v in value if v is not None]
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not _INT64_MIN <= value <= _INT64_MAX
+    ):
+        return float(value)  # a u64 counter (e.g. a sysfs total of 2**64-1): CEL ints are int64
     return value
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:

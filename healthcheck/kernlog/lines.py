@@ -49,6 +49,23 @@ class KernelLine:
     caller: str | None = None
 
 
+# `KernelLine(body, time)` for the hot path: a frozen dataclass's generated __init__ sets each
+# field through object.__setattr__, which costs more than finding a plain stamp does; the same
+# object is made by setting its slots directly.
+_SET_BODY, _SET_TIME, _SET_SEQ, _SET_CALLER = (
+    KernelLine.__dict__[name].__set__ for name in ("body", "time", "seq", "caller")
+)
+
+
+def _plain_line(body: str, time: str) -> KernelLine:
+    line: KernelLine = object.__new__(KernelLine)
+    _SET_BODY(line, body)
+    _SET_TIME(line, time)
+    _SET_SEQ(line, None)
+    _SET_CALLER(line, None)
+    return line
+
+
 # /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,caller=T12][,more];message"
 _KMSG = re.compile(r"(\d{1,4}),(\d+),(\d+),[^;,]*((?:,[^;,]*)*);")
 _KMSG_CALLER = re.compile(r"caller=([TC]\d+)")
@@ -93,16 +110,20 @@ _MAYBE_PREFIX = (
     r"|\d{4}-"  # an ISO-8601 stamp
     r"|kernel:"
     r"|" + _FACILITY_NAME + r"\s*:"  # dmesg -x
-    # a journald monotonic "host kernel: ", syslog "Sep 19 16:", journalctl -o short-full
-    r"|\S+\s+(?:kernel|\d{1,2}\s+\d{1,2}:|\d{4}-)"
+    # a journald monotonic "host kernel: ", syslog "Sep 19 16:", journalctl -o short-full (the
+    # first word and blanks taken whole, as `(?=(?P<x>...))(?P=x)` does: no backtracking)
+    r"|(?=(?P<word>\S+\s+))(?P=word)(?:kernel|\d{1,2}\s+\d{1,2}:|\d{4}-)"
 )
+# A message that begins with a device's name and bus id ("nvidia 0000:98:00.0: ..."), which
+# `_MAYBE_PREFIX` never matches: told at less cost than by trying that.
+_DEVICE_MESSAGE = r"[a-z][a-z0-9_.-]* [0-9a-f]{4,5}:"
 # The fast path for the line nearly every log has: the plain `dmesg` stamp "[  123.456789] "
 # (also "[  +0.000316] ") and the message, no other prefix. Bounded to keep the "]" within the
-# first 64 characters, where `_strip_bracket` looks for it; its one separator space is taken
-# only when no `_MAYBE_PREFIX` follows, the "]" only when neither a space nor one follows.
+# first 64 characters, where `_strip_bracket` looks for it; its one separator space, if there is
+# one, is taken whole before what follows is tried.
 _PLAIN_STAMP = re.compile(
-    r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\]"
-    r"(?: (?!" + _MAYBE_PREFIX + r")|(?! |" + _MAYBE_PREFIX + r"))"
+    r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\](?=(?P<sep> ?))(?P=sep)"
+    r"(?:(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r"))"
 )
 
 _MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
@@ -137,7 +158,7 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
         line = raw.rstrip("\r\n")
         stamp = _PLAIN_STAMP.match(line)
         if stamp is not None:
-            yield KernelLine(line[stamp.end() :], stamp.group(1))
+            yield _plain_line(line[stamp.end() :], stamp.group(1))
             continue
         record = split_kernel_line(line)
         if record is None:
@@ -368,10 +389,15 @@ class _ChunkScan:
                 line_end = buf.find(b"\n", at, stop) + 1
                 line_start = buf.rfind(b"\n", base, at) + 1 or base
                 first = _back_lines(buf, floor, line_start, anchor.before)
-                last, done = _skip_lines(buf, line_end, stop, anchor.after)
+                following = buf.find(anchor.needle, line_end, stop)
+                if following < 0:
+                    last, done = _skip_lines(buf, line_end, stop, anchor.after)
+                    owed = max(owed, anchor.after - done)
+                else:  # the next hit's window covers the rest: this one may stop at its line
+                    following_start = buf.rfind(b"\n", line_end, following) + 1 or line_end
+                    last, _ = _skip_lines(buf, line_end, following_start, anchor.after)
                 ranges.append((first, last))
-                owed = max(owed, anchor.after - done)
-                at = buf.find(anchor.needle, line_end, stop)
+                at = following
         self.owed = owed
         return ranges
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SitscheckError
 from ..models import Report
 
 Renderer = Callable[[Report, bool], str]
@@ -79,19 +79,34 @@ def renderer_for(name: str) -> Renderer:
 
 
 def deliver(report: Report, specs: list[OutputSpec], verbose: bool) -> None:
+    """Every output is attempted; one that cannot be written does not stop the others."""
+    failures: list[str] = []
     for spec in specs:
-        if spec.name == "prom" and spec.path is not None:
-            from .prom import write_prom
+        try:
+            _deliver_one(report, spec, verbose)
+        except OSError as exc:
+            failures.append(f"--output {spec.name}={spec.path}: {exc.strerror or exc}")
+    if failures:
+        raise OutputError("; ".join(failures))
 
-            write_prom(report, str(spec.path), verbose)  # node_exporter's textfile dir
-            continue
-        text = renderer_for(spec.name)(report, verbose)
-        if spec.path is None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            target = spec.path / f"sitscheck.{spec.name}" if spec.path.is_dir() else spec.path
-            write_atomic(target, text)
+
+class OutputError(SitscheckError):
+    """Some outputs could not be written (the others were)."""
+
+
+def _deliver_one(report: Report, spec: OutputSpec, verbose: bool) -> None:
+    if spec.name == "prom" and spec.path is not None:
+        from .prom import write_prom
+
+        write_prom(report, str(spec.path), verbose)  # node_exporter's textfile dir
+        return
+    text = renderer_for(spec.name)(report, verbose)
+    if spec.path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        target = spec.path / f"sitscheck.{spec.name}" if spec.path.is_dir() else spec.path
+        write_atomic(target, text)
 
 
 def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
@@ -101,7 +116,7 @@ def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
         with path.open("w", encoding="utf-8") as handle:
             handle.write(text)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

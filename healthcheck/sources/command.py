@@ -115,8 +115,17 @@ class CommandRunner:
 
 # What a command may inherit: enough to find programs, libraries, Python and the GPUs; never
 # the rest (OTLP headers, tokens and other secrets live in the environment).
-_INHERITED = ("PATH", "HOME", "USER", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME",
-              "VIRTUAL_ENV", "SYSTEMD_PAGER")
+_INHERITED = (
+    "PATH",
+    "HOME",
+    "USER",
+    "TMPDIR",
+    "LD_LIBRARY_PATH",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "VIRTUAL_ENV",
+    "SYSTEMD_PAGER",
+)
 _INHERITED_PREFIXES = ("CUDA_", "NVIDIA_", "__NV_", "SITSCHECK_")
 
 

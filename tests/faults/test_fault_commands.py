@@ -182,11 +182,6 @@ def test_damaged_nvidia_smi_output_never_crashes_a_check_or_costs_the_kernel_log
         assert_faulted(report, "topology", "topology.unparsable")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG gpu_view.load/from_smi: a --query-gpu CSV and dmon that do not parse give a "
-    "fleet of 0 GPUs, judged OK (missing data reads as healthy)",
-)
 @pytest.mark.parametrize("how", ["truncated", "garbled"])
 def test_gpu_checks_with_no_readable_gpu_are_unknown_not_ok(
     how: str, node: NodeSpec, monkeypatch: pytest.MonkeyPatch

@@ -31,11 +31,6 @@ def test_unwritable_report_file_is_unknown_and_never_a_traceback(target: Path) -
     assert done.elapsed < 10.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG report/outputs.deliver: the first output that cannot be written raises; the "
-    "outputs after it are never delivered and the CLI says 'internal error'",
-)
 def test_unwritable_report_file_still_delivers_the_other_outputs(target: Path) -> None:
     done = run_to(target)
     assert "driver" in done.stdout  # the text report, after the json one that failed

@@ -35,12 +35,6 @@ def blocking() -> Iterator[BlockingApplicability]:
     check.gate.set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG runner.run_checks calls every applicable() on the caller's thread, outside any "
-    "deadline: one that blocks holds up the whole run, past run_timeout_s (forever if it never "
-    "returns)",
-)
 def test_a_blocking_applicable_costs_at_most_the_run_deadline(
     blocking: BlockingApplicability, tmp_path: Path
 ) -> None:

@@ -50,11 +50,6 @@ def test_read_only_state_dir_is_refused_naming_it(
     assert_refused_cleanly(done, state, "Read-only file system")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG cli._execute_and_deliver: an unusable state dir (DaemonSession.open raising "
-    "StateError) ends the run before the checks: no report at all, every result lost",
-)
 def test_read_only_state_dir_still_delivers_the_report(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,11 +73,6 @@ def test_full_state_dir_keeps_the_old_state_whole(
     assert sorted(p.name for p in state.iterdir()) == ["state.json", "state.lock"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG cli._execute_and_deliver: DaemonSession.finish raising StateError (ENOSPC on "
-    "save) discards the finished report: nothing is delivered",
-)
 def test_full_state_dir_still_delivers_the_report(
     state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -184,12 +184,6 @@ def test_deeply_nested_rule_file_is_refused_naming_it(tmp_path: Path) -> None:
     assert str(path) in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG engine/yaml_lines._build: scalars are constructed outside load_yaml's try, so a "
-    "tag PyYAML cannot construct (a rule file holding just '=' or '!!python/name:x') raises "
-    "ConstructorError (an 'internal error') instead of a file:line RuleError",
-)
 @pytest.mark.parametrize("text", ["=\n", "rules: !!python/name:os.system\n"])
 def test_an_unknown_yaml_tag_is_refused_naming_file_and_line(text: str, tmp_path: Path) -> None:
     path = tmp_path / "tagged.yaml"
@@ -304,11 +298,6 @@ def test_nested_expression_cost_grows_tenfold_per_level() -> None:
 # ---- the site config --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG config.load_site_config reads with read_text(encoding='utf-8') outside its "
-    "try: a config file that is not UTF-8 raises UnicodeDecodeError (an 'internal error')",
-)
 def test_site_config_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_bytes(b"expect_gpus: 8\n# \xff\xfe latin-1 comment: caf\xe9\n")
@@ -412,18 +401,14 @@ def test_a_damaged_nvml_json_never_escapes_the_runner(recording: Any, bundle_cop
         assert result.status.value in ("ok", "warning", "critical", "unknown", "skipped")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG sources/replay.ReplaySources.gpu_snapshot hands nvml.json to the checks "
-    "unvalidated: a wrong type anywhere is an 'internal error' (TypeError, AttributeError...) in "
-    "driver, and in xid and pcie_aer too, which lose their kernel-log results",
-)
 def test_a_malformed_nvml_json_is_named_and_costs_no_kernel_log_result(bundle_copy: Path) -> None:
     recording = copy.deepcopy(RECORDING)
     recording["gpus"][1] = 7
     results = replay_with(bundle_copy, recording)
     for result in results.values():
         assert "internal error" not in (result.error or ""), (result.name, result.error)
+    named = results["driver"].error or " ".join(results["driver"].not_judged)
+    assert "nvml.json: gpus.1" in named, named
     intact = replay_with(bundle_copy, RECORDING)
     for name in ("xid", "pcie_aer"):
         assert results[name].status == intact[name].status
