@@ -91,8 +91,7 @@ def codes(output: CheckOutput) -> list[tuple[str, str, int | None]]:
 # --------------------------------------------------------------------------- fake tensorrt
 
 # Behaviour is picked by SITSCHECK_FAKE_TRT_MODE: ok (default), fail (no plan), raise,
-# hang (logs, then
-# sleeps). Every message goes through the ILogger the caller hands to Builder.
+# hang (logs, then sleeps). Every message goes through the ILogger the caller hands to Builder.
 FAKE_TRT_SOURCE = """
 import os
 import time
