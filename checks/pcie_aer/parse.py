@@ -261,8 +261,12 @@ def _has_bit_index(raw_line: str, at: int) -> bool:
 def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
     """Every AER report in `lines`, in the order each began."""
     state = _AerState()
+    remembered = state.said
     for line in lines:
-        state.feed(line)
+        said = remembered.get(line.body)
+        if said is None:
+            said = state.remember(line.body)
+        said.apply(state, line)
     return state.events()
 
 
@@ -389,13 +393,13 @@ class _AerState:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def feed(self, line: KernelLine) -> None:
-        said = self.said.get(line.body)
-        if said is None:
-            if len(self.said) >= _MAX_REMEMBERED:
-                self.said.clear()
-            said = self.said[line.body] = _parse_line(line.body)
-        said.apply(self, line)
+    def remember(self, body: str) -> _Line:
+        """What a line body says, parsed and remembered (the lines of a report recur verbatim
+        in an error storm)."""
+        if len(self.said) >= _MAX_REMEMBERED:
+            self.said.clear()
+        said = self.said[body] = _parse_line(body)
+        return said
 
     def start_block(self, said: _DetailLine, line: KernelLine, severity: str | None) -> _Block:
         device = said.device
@@ -409,9 +413,9 @@ class _AerState:
         return block
 
     def _header_for(self, said: _DetailLine, severity: str | None) -> _Header | None:
-        """The newest open header a new block of `device` belongs to: not of the other severity
-        class (corrected / uncorrectable), not logged in another PCI domain, and with no block
-        of the device yet."""
+        """The newest open header a new block of the line's device belongs to: not of the other
+        severity class (corrected / uncorrectable), not logged in another PCI domain, and with
+        no block of the device yet."""
         device, domain = said.device, said.domain
         corrected = severity == "corrected"
         for header in reversed(self.open_headers.values()):
@@ -454,9 +458,9 @@ class _AerState:
         while slots:
             slot = slots.pop()
             if isinstance(slot, _Header):
-                if slot.blocks:
-                    items.extend([_block_item(block, slot) for block in slot.blocks])
-                else:
+                for block in slot.blocks:
+                    items.append(_block_item(block, slot))
+                if not slot.blocks:
                     items.append(_header_item(slot))
             elif isinstance(slot, _Block):
                 items.append(_block_item(slot, None))
@@ -584,9 +588,8 @@ class _NoDetailsLine:
         if header is not None and not header.blocks:
             if header.source_id is None or header.source_id == self.source_id:
                 return  # the header's own "no details" note: part of its event
-        orphan = _Header(
-            self.reporter, self.domain, line.time
-        )  # its header was cut off: the note stands for it
+        # its header was cut off: the note stands for it
+        orphan = _Header(self.reporter, self.domain, line.time)
         orphan.source = self.source
         orphan.source_id = self.source_id
         state.slots.append(orphan)
@@ -906,29 +909,15 @@ def _block_item(block: _Block, header: _Header | None) -> _Item:
     severity = block.severity or (header.severity if header else None)
     if severity is None:
         severity = _severity_from_names(block)
-    status = (block.status, block.mask) if block.status is not None else None
-    type_ = block.type or _layer(block.layer)
-    if header is None:
-        return _item(
-            block.time,
-            None,
-            block.device,
-            block.vendor_device,
-            severity,
-            type_,
-            False,
-            status,
-            block.bits,
-        )
     return _item(
-        header.time,
-        header.reporter,
-        block.device if block.device else header.source,
+        header.time if header else block.time,
+        header.reporter if header else None,
+        block.device if block.device else (header.source if header else None),
         block.vendor_device,
         severity,
-        type_,
-        header.multiple,
-        status,
+        block.type or _layer(block.layer),
+        header.multiple if header else False,
+        (block.status, block.mask) if block.status is not None else None,
         block.bits,
     )
 

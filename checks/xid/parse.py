@@ -155,6 +155,7 @@ class _XidState:
         self.attach: _Draft | None = None
 
     def feed(self, line: KernelLine) -> None:
+        """One line `might_be_xid` keeps (`parse_xid` feeds no other)."""
         body = line.body
         if "Xid (" in body:
             if self._sxid(line) or self._xid(line):

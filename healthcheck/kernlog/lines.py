@@ -118,12 +118,13 @@ _MAYBE_PREFIX = (
 # `_MAYBE_PREFIX` never matches: told at less cost than by trying that.
 _DEVICE_MESSAGE = r"[a-z][a-z0-9_.-]* [0-9a-f]{4,5}:"
 # The fast path for the line nearly every log has: the plain `dmesg` stamp "[  123.456789] "
-# (also "[  +0.000316] ") and the message, no other prefix. Bounded to keep the "]" within the
-# first 64 characters, where `_strip_bracket` looks for it; its one separator space, if there is
-# one, is taken whole before what follows is tried.
-_PLAIN_STAMP = re.compile(
-    r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\](?=(?P<sep> ?))(?P=sep)"
+# (also "[  +0.000316] ") and the message (`body`), no other prefix. Bounded to keep the "]"
+# within the first 64 characters, where `_strip_bracket` looks for it; its one separator space,
+# if there is one, is taken whole before what follows is tried.
+_PLAIN_LINE = re.compile(
+    r"\[ {0,24}(?P<time>\+?[0-9]{1,24}\.[0-9]{1,12})\](?=(?P<sep> ?))(?P=sep)"
     r"(?:(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r"))"
+    r"(?P<body>(?s:.*))"
 )
 
 _MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
@@ -156,9 +157,9 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
         if "\x00" in raw:
             raw = raw.replace("\x00", "")
         line = raw.rstrip("\r\n")
-        stamp = _PLAIN_STAMP.match(line)
-        if stamp is not None:
-            yield _plain_line(line[stamp.end() :], stamp.group(1))
+        plain = _PLAIN_LINE.match(line)
+        if plain is not None:
+            yield _plain_line(plain["body"], plain["time"])
             continue
         record = split_kernel_line(line)
         if record is None:
