@@ -47,9 +47,11 @@ def main(argv: list[str]) -> int:
     one, _ = timed(_OnlyFirst(pynvml), window)
     full, count = timed(pynvml, window)
     per_gpu_ms = (full - one) * 1000 / max(count - 1, 1)
-    print(f"window {window:.1f} s: 1 GPU {one:.3f} s (overshoot {one - window:.3f} s); "
-          f"{count} GPUs {full:.3f} s (overshoot {full - window:.3f} s); "
-          f"extra per added GPU {per_gpu_ms:.1f} ms")
+    print(
+        f"window {window:.1f} s: 1 GPU {one:.3f} s (overshoot {one - window:.3f} s); "
+        f"{count} GPUs {full:.3f} s (overshoot {full - window:.3f} s); "
+        f"extra per added GPU {per_gpu_ms:.1f} ms"
+    )
     return 0
 
 
