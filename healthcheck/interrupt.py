@@ -8,8 +8,9 @@ first one:
   `--load` probe. A command stuck in the kernel that ignores SIGTERM is not waited for;
 - every check that has not finished ends at once as UNKNOWN ("interrupted by SIGTERM before
   it finished"); checks that finished keep their results. Checks run on the runner's threads;
-  `guard()` runs each check's own work on one more thread, so the runner's thread can give up
-  on it the moment the signal comes (the work, like a timed-out check's, is abandoned);
+  `guard()` runs each check's own work (`applicable`, `collect`) on one more thread, so the
+  runner's thread can give up on it the moment the signal comes (the work, like a timed-out
+  check's, is abandoned);
 - the rules run and the report is delivered as usual: a partial report (files are replaced
   atomically), with the interruption in its headline. The caller exits 3 (unknown).
 
@@ -28,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from .errors import ProbeError
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from .models import Layer
     from .registry import BrokenCheck
     from .sources.base import Sources
+
+T = TypeVar("T")
 
 EXIT_INTERRUPTED = 3
 GRACE_S = 5.0
@@ -149,7 +152,8 @@ class _Done(threading.Event):
 
 
 class _Guarded:
-    """A check whose `collect` the runner can abandon the moment a signal comes."""
+    """A check whose work (`applicable`, `collect`) the runner's thread can give up on the
+    moment a signal comes: the work runs on one more thread, which is then abandoned."""
 
     def __init__(self, check: Check, interrupt: Interrupt) -> None:
         self._check = check
@@ -162,23 +166,26 @@ class _Guarded:
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         self._interrupt.check("deciding whether it applies")
-        return self._check.applicable(sources, config)
+        return self._run(lambda: self._check.applicable(sources, config))
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
         self._interrupt.check("it started")
-        done = _Done()
-        outcome: list[CheckOutput | BaseException] = []
+        return self._run(lambda: self._check.collect(ctx))
 
-        def work() -> None:
+    def _run(self, work: Callable[[], T]) -> T:
+        done = _Done()
+        outcome: list[T | BaseException] = []
+
+        def run() -> None:
             try:
-                outcome.append(self._check.collect(ctx))
+                outcome.append(work())
             except BaseException as exc:  # handed to the runner's thread below
                 outcome.append(exc)
             finally:
                 done.finished = True
                 done.set()
 
-        threading.Thread(target=work, name=f"check-{self.name}-work", daemon=True).start()
+        threading.Thread(target=run, name=f"check-{self.name}-work", daemon=True).start()
         self._interrupt.wait(done)
         result = outcome[0]
         if isinstance(result, BaseException):

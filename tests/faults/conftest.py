@@ -34,12 +34,25 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return report
 
 
+PIDFILES: list[Path] = []
+
+
 @pytest.fixture
 def pidfile(tmp_path: Path) -> Iterator[Path]:
     """Where hang helpers write their pids; whatever still runs at teardown is killed."""
     path = tmp_path / "pids.txt"
+    PIDFILES.append(path)
     yield path
     kill_by_pid(read_pids(path))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sweep_hung_commands() -> Iterator[None]:
+    """Again at the end of the session: an abandoned check's thread may start a hanging
+    command after its test's teardown."""
+    yield
+    for path in PIDFILES:
+        kill_by_pid(read_pids(path))
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,9 @@
-"""A check plugin that blocks where the runner does not expect it: in `applicable()`."""
+"""A check plugin that blocks where the runner did not expect it: in `applicable()` (under the
+run deadline, and under a signal)."""
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 from fakes.fake_checks import FakeCheck
 from sitscheck.config import RunConfig
+from sitscheck.interrupt import Interrupt
 from sitscheck.models import CheckResult, Status
 from sitscheck.runner import run_checks
 from sitscheck.sources.base import Sources
@@ -52,3 +55,29 @@ def test_a_blocking_applicable_costs_at_most_the_run_deadline(
     healthy, wedged = out[0]
     assert healthy.status == Status.OK
     assert wedged.status == Status.UNKNOWN
+
+
+def test_a_signal_while_applicable_blocks_ends_it_unknown_at_once(
+    blocking: BlockingApplicability, tmp_path: Path
+) -> None:
+    exits: list[int] = []
+    interrupt = Interrupt(30.0, kill=lambda: None, exit_now=exits.append)
+    config = RunConfig(check_timeout_s=30, run_timeout_s=60)
+    out: list[list[CheckResult]] = []
+    checks = interrupt.guard([FakeCheck("healthy"), blocking])
+    worker = threading.Thread(
+        target=lambda: out.append(run_checks(checks, ReplaySources(tmp_path), config)),
+        daemon=True,
+    )
+    worker.start()
+    time.sleep(0.3)
+    began = time.monotonic()
+    interrupt.trigger(signal.SIGTERM)
+    worker.join(5.0)
+    interrupt.cancel()
+    assert not worker.is_alive() and time.monotonic() - began < 1.0
+    healthy, wedged = out[0]
+    assert healthy.status == Status.OK
+    assert wedged.status == Status.UNKNOWN
+    assert wedged.error is not None and "interrupted by SIGTERM" in wedged.error
+    assert exits == []

@@ -64,9 +64,9 @@ def test_every_file_written_is_private(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG report/outputs.write_atomic creates missing folders with "
-    "path.parent.mkdir(parents=True) (mode 0777 less the umask): under umask 000 a report's new "
-    "folder is world-writable, so anyone can swap the report",
+    reason="BUG report/outputs.write_atomic: path.parent.mkdir(mode=0o750, parents=True) sets "
+    "the mode of the last folder only; pathlib makes the missing folders above it 0777 less the "
+    "umask: under umask 000 they are world-writable, so anyone can swap the report",
 )
 def test_folders_made_for_a_report_are_not_world_writable(tmp_path: Path) -> None:
     target = tmp_path / "new" / "deeper" / "report.json"
