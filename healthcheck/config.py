@@ -89,8 +89,15 @@ def load_site_config(path: Path | None) -> dict[str, Any]:
         if path is not None:
             raise ConfigError(f"{target}: no such config file")
         return {}
+    from .engine.yaml_lines import check_events, read_capped
+    from .errors import RuleError
+
     try:
-        data = yaml.safe_load(target.read_text(encoding="utf-8"))
+        text = read_capped(target).decode("utf-8")
+        check_events(target, text)
+        data = yaml.safe_load(text)
+    except RuleError as exc:
+        raise ConfigError(str(exc)) from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

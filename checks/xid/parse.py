@@ -296,7 +296,7 @@ def _pid_name_message(rest: str) -> tuple[int | None, str | None, str]:
     process: str | None = None
     if rest.startswith("pid="):
         value, rest = _field(rest[4:])
-        pid = int(value) if value.isdigit() else None
+        pid = int(value) if value.isdecimal() else None
     if rest.startswith("name="):
         value, rest = _field(rest[5:])
         process = None if value in _UNKNOWN else value

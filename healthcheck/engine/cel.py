@@ -13,6 +13,11 @@ from ..errors import RuleError
 from .model import CompiledExpr
 
 MAX_EXPR_CHARS = 2000
+# Comprehensions (`.all()`, `.exists()`, `.map()`, ...) multiply: k of them nested over lists of
+# n items cost n**k steps. Two per expression keeps every rule bounded (the shipped ones use
+# at most one); a pathological expression is refused at load instead of running for days.
+MAX_COMPREHENSIONS = 2
+_COMPREHENSION = re.compile(r"\.\s*(?:exists_one|exists|all|map|filter)\s*\(")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
@@ -33,6 +38,10 @@ class CelEnvironment:
     def compile(self, text: str, file: str, line: int) -> CompiledExpr:
         if len(text) > MAX_EXPR_CHARS:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
+        if len(_COMPREHENSION.findall(text)) > MAX_COMPREHENSIONS:
+            raise RuleError(
+                file, f"more than {MAX_COMPREHENSIONS} comprehensions in one expression", line
+            )
         try:
             ast = self._env.compile(text)
             program = self._env.program(ast)

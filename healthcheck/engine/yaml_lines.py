@@ -15,6 +15,7 @@ import yaml
 from ..errors import RuleError
 
 MAX_YAML_BYTES = 1024 * 1024
+MAX_DEPTH = 64
 
 
 class LinedDict(dict[str, Any]):
@@ -28,19 +29,38 @@ class LinedList(list[Any]):
     item_lines: list[int]
 
 
-def load_yaml(path: Path) -> Any:
+def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
+    """At most `limit` bytes, never more read into memory; a larger file is refused."""
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:
+            raw = handle.read(limit + 1)
     except OSError as exc:
         raise RuleError(str(path), f"cannot read: {exc.strerror}") from exc
-    if len(raw) > MAX_YAML_BYTES:
-        raise RuleError(str(path), f"larger than {MAX_YAML_BYTES} bytes; refused")
-    text = raw.decode("utf-8", errors="replace")
+    if len(raw) > limit:
+        raise RuleError(str(path), f"larger than {limit} bytes; refused")
+    return raw
+
+
+def check_events(path: Path, text: str) -> None:
+    """Refuse anchors/aliases (no billion laughs) and nesting deeper than MAX_DEPTH (no
+    recursion blow-up), from the event stream, before anything is built."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        line = event.start_mark.line + 1 if event.start_mark else None
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise RuleError(str(path), "YAML anchors/aliases are not allowed", line)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise RuleError(str(path), f"nested deeper than {MAX_DEPTH} levels; refused", line)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def load_yaml(path: Path) -> Any:
+    text = read_capped(path).decode("utf-8", errors="replace")
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                line = event.start_mark.line + 1 if event.start_mark else None
-                raise RuleError(str(path), "YAML anchors/aliases are not allowed", line)
+        check_events(path, text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -309,6 +309,9 @@ class Anchor:
     after: int = 0
 
 
+MAX_TAIL = 64 * 1024
+
+
 def iter_candidate_lines(
     chunks: Iterable[bytes], anchors: Sequence[Anchor], *, head_lines: int = 0
 ) -> Iterator[str]:
@@ -326,7 +329,9 @@ def iter_candidate_lines(
     for chunk in chunks:
         first_end = chunk.find(b"\n") + 1
         if not first_end:
-            tail += chunk
+            # A line with no break yet: keep at most MAX_TAIL bytes of it (a log without line
+            # breaks must not grow memory with its size, nor be copied over and over).
+            tail = (tail + chunk)[:MAX_TAIL] if len(tail) < MAX_TAIL else tail
             continue
         start = 0
         if tail:

@@ -116,7 +116,7 @@ def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
         with path.open("w", encoding="utf-8") as handle:
             handle.write(text)
         return
-    path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
+    _make_folders(path.parent)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -135,3 +135,11 @@ def with_suppressed_unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def _make_folders(folder: Path) -> None:
+    """Create missing folders one level at a time, each 0750 whatever the umask."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    for level in reversed(missing):
+        level.mkdir(exist_ok=True)
+        os.chmod(level, 0o750)

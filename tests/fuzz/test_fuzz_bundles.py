@@ -208,12 +208,6 @@ def test_ten_gigabyte_evidence_files_cost_bounded_time_and_memory(huge_bundle: P
     assert peak < 1536 * 1024**2, f"peak RSS {peak >> 20} MiB"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG kernlog/lines.iter_candidate_lines: a chunk without a line break is appended to "
-    "`tail` (tail += chunk) with no cap: a kernel log with no newline grows memory with its size "
-    "and copies quadratically (a 10 GB sparse dmesg.txt: >600 MB RSS within 3 s, then OOM)",
-)
 def test_a_kernel_log_without_line_breaks_is_scanned_in_bounded_memory() -> None:
     chunk = b"\0" * (1024 * 1024)
 

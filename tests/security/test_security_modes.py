@@ -62,12 +62,6 @@ def test_every_file_written_is_private(
             assert mode & 0o137 == 0, f"{path} {oct(mode)}"  # at most rw-r-----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG report/outputs.write_atomic: path.parent.mkdir(mode=0o750, parents=True) sets "
-    "the mode of the last folder only; pathlib makes the missing folders above it 0777 less the "
-    "umask: under umask 000 they are world-writable, so anyone can swap the report",
-)
 def test_folders_made_for_a_report_are_not_world_writable(tmp_path: Path) -> None:
     target = tmp_path / "new" / "deeper" / "report.json"
     previous = os.umask(0)
