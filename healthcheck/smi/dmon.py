@@ -24,11 +24,9 @@ from .values import (
     SmiParseError,
     Value,
     ValueKind,
-    classify_message,
+    data_lines,
     decode,
     is_command_echo,
-    is_message_continuation,
-    normalize_text,
 )
 
 __all__ = ["Dmon", "DmonRow", "parse_dmon", "parse_dmon_result"]
@@ -143,16 +141,7 @@ def parse_dmon_result(text: str) -> Dmon:
     awaiting_units = False
     rows: list[DmonRow] = []
     errors: list[SmiError] = []
-    for line_no, line in enumerate(normalize_text(text), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        error = classify_message(stripped, line_no)
-        if error is not None:
-            errors.append(error)
-            continue
-        if errors and is_message_continuation(stripped):
-            continue
+    for line_no, stripped in data_lines(text, errors):
         if stripped.startswith("\\#"):
             stripped = stripped[1:]  # a markdown-escaped "#"
         if stripped.startswith("#"):

@@ -18,10 +18,8 @@ from .values import (
     SmiError,
     SmiErrorKind,
     SmiParseError,
-    classify_message,
+    data_lines,
     is_command_echo,
-    is_message_continuation,
-    normalize_text,
 )
 
 __all__ = ["GpuList", "ListedGpu", "MigDevice", "parse_list_gpus"]
@@ -96,16 +94,7 @@ def parse_list_gpus(text: str) -> GpuList:
     migs: list[list[MigDevice]] = []
     errors: list[SmiError] = []
     seen: set[int] = set()
-    for line_no, line in enumerate(normalize_text(text), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        error = classify_message(stripped, line_no)
-        if error is not None:
-            errors.append(error)
-            continue
-        if errors and is_message_continuation(stripped):
-            continue
+    for line_no, stripped in data_lines(text, errors):
         gpu_match = _GPU.match(stripped)
         if gpu_match:
             gpu = _gpu(gpu_match, line_no)

@@ -28,11 +28,9 @@ from .values import (
     SmiParseError,
     Value,
     ValueKind,
-    classify_message,
+    data_lines,
     decode,
     is_command_echo,
-    is_message_continuation,
-    normalize_text,
 )
 
 __all__ = [
@@ -252,16 +250,7 @@ def parse_query_csv_result(text: str, *, fields: Sequence[str] | None = None) ->
     rows: list[dict[str, Value]] = []
     lines: list[int] = []
     errors: list[SmiError] = []
-    for line_no, line in enumerate(normalize_text(text), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        error = classify_message(stripped, line_no)
-        if error is not None:
-            errors.append(error)
-            continue
-        if errors and is_message_continuation(stripped):
-            continue
+    for line_no, stripped in data_lines(text, errors):
         if is_command_echo(stripped):
             continue
         cells = _cells(stripped)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -373,3 +374,20 @@ def is_message_continuation(line: str) -> bool:
 def is_command_echo(line: str) -> bool:
     """A pasted shell prompt or command line that ran nvidia-smi (``root@n1:~# nvidia-smi -L``)."""
     return bool(_COMMAND_ECHO.match(line.strip()))
+
+
+def data_lines(text: str, errors: list[SmiError]) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of an nvidia-smi output, stripped, with their 1-based numbers; the
+    error messages the tool printed instead of data (and their continuation lines) are
+    appended to `errors` instead of being yielded."""
+    for line_no, line in enumerate(normalize_text(text), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        error = classify_message(stripped, line_no)
+        if error is not None:
+            errors.append(error)
+            continue
+        if errors and is_message_continuation(stripped):
+            continue
+        yield line_no, stripped
