@@ -14,7 +14,7 @@ from typing import Any
 
 from .sources import artifacts as names
 from .sources.live import LiveSources
-from .sources.pci import DEVICE_FILES, device_path, nvidia_gpus, upstream_chain
+from .sources.pci import DEVICE_FILES, nvidia_gpus, port_folders
 
 
 def collect_bundle(sources: LiveSources, target: Path) -> dict[str, Any]:
@@ -71,31 +71,15 @@ def _collect_sysfs(
     bdfs.update(nvidia_gpus(sysfs))
     copied = 0
     for bdf in sorted(bdfs):
-        path = device_path(sysfs, bdf)
-        if path is None:
-            continue
-        prefix = path.split("/")
-        for depth, _port in enumerate(upstream_chain(path)):
-            port_path = "/".join(prefix[: _component_index(prefix, depth) + 1])
+        for _bus, folder in port_folders(sysfs, bdf) or []:
             for name in DEVICE_FILES:
-                text = sysfs.read_text(f"{port_path}/{name}")
+                text = sysfs.read_text(f"{folder}/{name}")
                 if text is not None:
-                    out = target / names.SYSFS_DIR / port_path / name
+                    out = target / names.SYSFS_DIR / folder / name
                     out.parent.mkdir(parents=True, exist_ok=True)
                     out.write_text(text, encoding="utf-8")
                     copied += 1
     summary["sysfs_files"] = copied
-
-
-def _component_index(parts: list[str], depth: int) -> int:
-    """Index in `parts` of the depth-th bus id component."""
-    seen = -1
-    for index, part in enumerate(parts):
-        if part in upstream_chain(part):
-            seen += 1
-            if seen == depth:
-                return index
-    return len(parts) - 1
 
 
 def _collect_trt(sources: LiveSources, target: Path, summary: dict[str, Any]) -> None:

@@ -418,7 +418,12 @@ def _ranges(indices: list[int]) -> str:
 
 
 def load(sources: Sources) -> GpuFleet | str:
-    """The GPU views from the best evidence the sources hold, or why there is none."""
+    """The GPU views from the best evidence the sources hold, or why there is none (read once
+    per run and shared by every check that asks)."""
+    return sources.memo("gpu_fleet", lambda: _load(sources))
+
+
+def _load(sources: Sources) -> GpuFleet | str:
     snapshot, reason = sources.gpu_snapshot()
     problems: list[str] = []
     if (

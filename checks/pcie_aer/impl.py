@@ -5,17 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sitscheck.check import CheckContext, CheckOutput
+from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
 from sitscheck.gpus import GpuRef, known_gpus
 from sitscheck.kernlog.scan import kernel_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
-from sitscheck.sources.pci import device_path, upstream_chain
+from sitscheck.sources.pci import port_folders
 
 from .counters import DEVICE_COUNTERS, ROOTPORT_COUNTERS, parse_device_counters, parse_total
 from .judge import GpuPath, findings, gpu_summary
-
-_GEN_BY_SPEED = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
 
 
 class PcieAerImpl:
@@ -60,16 +59,11 @@ class PcieAerImpl:
 
     def _path(self, sources: Sources, gpu: GpuRef) -> GpuPath:
         sysfs = sources.sysfs
-        location = device_path(sysfs, gpu.pci_bus_id) if gpu.pci_bus_id else None
-        ports = (
-            upstream_chain(location) if location else ([gpu.pci_bus_id] if gpu.pci_bus_id else [])
-        )
-        path = GpuPath(gpu, ports)
-        if location is None:
-            return path
-        parts = location.split("/")
-        for bus in ports:
-            folder = "/".join(parts[: parts.index(bus) + 1])
+        ports = port_folders(sysfs, gpu.pci_bus_id) if gpu.pci_bus_id else None
+        if ports is None:
+            return GpuPath(gpu, [gpu.pci_bus_id] if gpu.pci_bus_id else [])
+        path = GpuPath(gpu, [bus for bus, _folder in ports])
+        for bus, folder in ports:
             counts: dict[str, int] = {}
             for filename, kind in DEVICE_COUNTERS.items():
                 text = sysfs.read_text(f"{folder}/{filename}")
@@ -82,8 +76,7 @@ class PcieAerImpl:
                     counts[kind] = total
             if counts:
                 path.counters[bus] = counts
-        speed = (sysfs.read_text(f"{location}/max_link_speed") or "").split(" ")[0]
-        path.link_gen_max = _GEN_BY_SPEED.get(speed)
+        path.link_gen_max = parse_gen(sysfs.read_text(f"{ports[-1][1]}/max_link_speed"))
         return path
 
     def _metrics(self, paths: list[GpuPath], events: Sequence[object]) -> list[Metric]:

@@ -7,7 +7,7 @@ from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
 from sitscheck.sources.base import Sources
 from sitscheck.sources.files import FileTree
-from sitscheck.sources.pci import device_path, upstream_chain
+from sitscheck.sources.pci import port_folders
 
 from .judge import Chain, judge
 from .links import PortLink, parse_gen, parse_width
@@ -33,19 +33,16 @@ class PcieLinkImpl:
 
 def read_chain(sysfs: FileTree, bus_id: str) -> Chain:
     """The GPU's path in sysfs with each device's link files, or why there is none."""
-    path = device_path(sysfs, bus_id)
-    if path is None:
+    ports = port_folders(sysfs, bus_id)
+    if ports is None:
         return f"{bus_id} not found under {sysfs.root}"
     chain: list[PortLink] = []
-    parts = path.split("/")
-    bus_ids = upstream_chain(path)
-    for bdf in bus_ids:
-        folder = "/".join(parts[: parts.index(bdf) + 1])
+    for bdf, folder in ports:
         chain.append(
             PortLink(
                 bus_id=bdf,
                 path=folder,
-                role="gpu" if bdf == bus_ids[-1] else "port",
+                role="gpu" if bdf == ports[-1][0] else "port",
                 width_current=parse_width(sysfs.read_text(f"{folder}/current_link_width")),
                 width_max=parse_width(sysfs.read_text(f"{folder}/max_link_width")),
                 gen_current=parse_gen(sysfs.read_text(f"{folder}/current_link_speed")),

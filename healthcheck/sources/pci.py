@@ -56,6 +56,16 @@ def upstream_chain(path: str) -> list[str]:
     return [part for part in path.split("/") if BDF.match(part)]
 
 
+def port_folders(sysfs: FileTree, bdf: str) -> list[tuple[str, str]] | None:
+    """(bus id, its sysfs folder) along a device's path, root port first, the device last;
+    None when the device is not in sysfs."""
+    path = device_path(sysfs, bdf)
+    if path is None:
+        return None
+    parts = path.split("/")
+    return [(bus, "/".join(parts[: parts.index(bus) + 1])) for bus in upstream_chain(path)]
+
+
 def nvidia_gpus(sysfs: FileTree) -> list[str]:
     """Bus ids of NVIDIA display/3D controllers present in sysfs (live or bundle)."""
     found = []
