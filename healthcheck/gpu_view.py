@@ -31,7 +31,7 @@ from .smi.query_csv import QueryCsv, field_value, parse_query_csv_result
 from .smi.values import SmiErrorKind, SmiParseError, Value, ValueKind, absent
 from .sources import artifacts as names
 from .sources.base import Sources
-from .sources.gpu_snapshot import normalise_bus_id
+from .sources.nvml_record import normalise_bus_id
 
 NVML = "nvml"
 SMI = "nvidia-smi"
@@ -212,6 +212,15 @@ class GpuView:
     def window_s(self) -> float | None:
         value = self.data.get("sampled_s")
         return float(value) if isinstance(value, int | float) and value > 0 else None
+
+    @property
+    def counter_window_s(self) -> float | None:
+        """Seconds between the two readings of the window's counters (NVLink errors, PCIe
+        replays, violations); bundles from before `counters_s` read them at the window's ends."""
+        value = self.data.get("counters_s")
+        if isinstance(value, int | float) and value > 0:
+            return float(value)
+        return self.window_s
 
     def get(self, *path: str) -> Any:
         """The value at a path into the record (`get("pcie", "width_current")`), or None."""

@@ -141,7 +141,7 @@ def _recovery_name(value: Any) -> str | None:
 def _bus(text: str | None) -> str | None:
     if not text:
         return None
-    from sitscheck.sources.gpu_snapshot import normalise_bus_id
+    from sitscheck.sources.nvml_record import normalise_bus_id
 
     return normalise_bus_id(text)
 

@@ -111,7 +111,7 @@ def _errors(
                 **{"error.type": f"nvlink_{counter}", "hw.type": "gpu"},
             )
         )
-    window = gpu.window_s
+    window = gpu.counter_window_s
     if not have_end or window is None:
         out.not_judged.append(
             f"GPU {gpu.index}: NVLink error growth: the counters were read once, "

@@ -159,7 +159,7 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     out.metrics.append(
         gpu.metric("hw.errors", total, "{error}", **{"error.type": "pcie_replay", "hw.type": "gpu"})
     )
-    window = gpu.window_s
+    window = gpu.counter_window_s
     if start is None or end is None or window is None:
         out.not_judged.append(
             f"GPU {gpu.index}: PCIe replay rate: needs the counter read at both ends of a "

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from .nvml import Nvml, Reading
+from .nvml import Nvml
+from .nvml_record import GpuRecorder, flag, milli, normalise_bus_id, text
+from .window_counters import CounterSchedule, read_counters_in_window
 
 FORMAT = "sitscheck-nvml"
 VERSION = 1
@@ -30,15 +32,6 @@ ECC_CORRECTED, ECC_UNCORRECTED = 0, 1
 ECC_VOLATILE, ECC_AGGREGATE = 0, 1
 PCIE_TX, PCIE_RX = 0, 1
 NVLINK_MAX_LINKS = 18
-NVLINK_ERRORS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
-VIOLATION_POLICIES = {
-    "power": 0,
-    "thermal": 1,
-    "sync_boost": 2,
-    "board_limit": 3,
-    "low_utilization": 4,
-    "reliability": 5,
-}
 FIELD_MEMORY_TEMP = 82
 FIELD_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
 IO_PERIOD_S = 1.0
@@ -55,30 +48,6 @@ TOPOLOGY_LEVELS = {
 }
 
 
-class _Recorder:
-    """Collects one GPU's readings, noting every one that is not a value."""
-
-    def __init__(self, nvml: Nvml, gpu: dict[str, Any]) -> None:
-        self.nvml = nvml
-        self.gpu = gpu
-        self.unavailable: dict[str, str] = gpu.setdefault("unavailable", {})
-        self.failures: dict[str, str] = gpu.setdefault("failures", {})
-
-    def read(self, key: str, function: str, *args: Any) -> Any:
-        reading = self.nvml.read(function, *args)
-        return self.keep(key, reading)
-
-    def keep(self, key: str, reading: Reading[Any]) -> Any:
-        if reading.ok:
-            return reading.value
-        self.unavailable.setdefault(key, reading.state)
-        if reading.state != "not_supported" and reading.detail:
-            self.failures.setdefault(key, reading.detail)
-        if reading.state in ("gpu_lost", "reset_required"):
-            self.gpu["lost"] = {"state": reading.state, "detail": reading.detail}
-        return None
-
-
 def collect_snapshot(
     nvml: Nvml,
     window_s: float,
@@ -92,8 +61,8 @@ def collect_snapshot(
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "window_s": window_s,
         "interval_s": interval_s,
-        "driver_version": _text(nvml.read("nvmlSystemGetDriverVersion").value),
-        "nvml_version": _text(nvml.read("nvmlSystemGetNVMLVersion").value),
+        "driver_version": text(nvml.read("nvmlSystemGetDriverVersion").value),
+        "nvml_version": text(nvml.read("nvmlSystemGetNVMLVersion").value),
         "cuda_driver_version": nvml.read("nvmlSystemGetCudaDriverVersion").value,
     }
     count = nvml.read("nvmlDeviceGetCount")
@@ -117,18 +86,24 @@ def collect_snapshot(
     started = time.monotonic()
     _each_gpu(gpus, handles, lambda g, h: _inventory(nvml, g, h))
     phases["inventory_s"] = round(time.monotonic() - started, 3)
-    started = time.monotonic()
-    snapshot["pairs"] = _pairs(nvml, handles)
-    phases["pairs_s"] = round(time.monotonic() - started, 3)
     snapshot["phases"] = phases
     if busy is not None:
         snapshot["load"] = busy()
+    # The GPU pairs (~19 ms each in the driver: 28 on 8 GPUs) are read while the GPUs are
+    # sampled, as are the counters read at both ends of the window (see window_counters).
+    pairs = threading.Thread(target=_read_pairs, args=(nvml, handles, snapshot), daemon=True)
     started = time.monotonic()
+    pairs.start()
+    sampled = [g for g in gpus if g["index"] in handles and "lost" not in g]
+    schedule = CounterSchedule(len(sampled), started, started + max(window_s, 0.0))
     gpm_lock = threading.Lock()  # NVML's GPM calls crash when two GPUs' threads overlap
     _each_gpu(
-        gpus, handles, lambda g, h: _sample_window(nvml, g, h, window_s, interval_s, gpm_lock)
+        gpus,
+        handles,
+        lambda g, h: _sample_gpu(nvml, g, h, window_s, interval_s, gpm_lock, schedule),
     )
     phases["sampling_s"] = round(time.monotonic() - started, 3)
+    pairs.join()
     return snapshot
 
 
@@ -147,19 +122,19 @@ def _each_gpu(
 
 
 def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
-    rec = _Recorder(nvml, gpu)
-    gpu["name"] = _text(rec.read("name", "nvmlDeviceGetName", handle))
-    gpu["uuid"] = _text(rec.read("uuid", "nvmlDeviceGetUUID", handle))
+    rec = GpuRecorder(nvml, gpu)
+    gpu["name"] = text(rec.read("name", "nvmlDeviceGetName", handle))
+    gpu["uuid"] = text(rec.read("uuid", "nvmlDeviceGetUUID", handle))
     pci = rec.read("pci", "nvmlDeviceGetPciInfo", handle)
-    gpu["pci_bus_id"] = normalise_bus_id(_text(getattr(pci, "busId", None)))
+    gpu["pci_bus_id"] = normalise_bus_id(text(getattr(pci, "busId", None)))
     device_id = getattr(pci, "pciDeviceId", None)
     gpu["pci_device_id"] = f"{device_id & 0xFFFFFFFF:08x}" if isinstance(device_id, int) else None
-    gpu["serial"] = _text(rec.read("serial", "nvmlDeviceGetSerial", handle))
-    gpu["vbios"] = _text(rec.read("vbios", "nvmlDeviceGetVbiosVersion", handle))
-    gpu["inforom_image"] = _text(
+    gpu["serial"] = text(rec.read("serial", "nvmlDeviceGetSerial", handle))
+    gpu["vbios"] = text(rec.read("vbios", "nvmlDeviceGetVbiosVersion", handle))
+    gpu["inforom_image"] = text(
         rec.read("inforom_image", "nvmlDeviceGetInforomImageVersion", handle)
     )
-    gpu["persistence_mode"] = _flag(
+    gpu["persistence_mode"] = flag(
         rec.read("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     )
     gpu["pcie"] = {
@@ -170,13 +145,12 @@ def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
         ),
         "width_current": rec.read("pcie.width_current", "nvmlDeviceGetCurrPcieLinkWidth", handle),
         "width_max": rec.read("pcie.width_max", "nvmlDeviceGetMaxPcieLinkWidth", handle),
-        "replay_counter_start": rec.read("pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle),
     }
     gpu["power"] = {
-        "enforced_limit_w": _milli(
+        "enforced_limit_w": milli(
             rec.read("power.limit", "nvmlDeviceGetEnforcedPowerLimit", handle)
         ),
-        "default_limit_w": _milli(
+        "default_limit_w": milli(
             rec.read("power.default_limit", "nvmlDeviceGetPowerManagementDefaultLimit", handle)
         ),
     }
@@ -192,13 +166,12 @@ def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
     gpu["remap"] = _remap(rec, handle)
     gpu["retired_pages"] = _retired(rec, handle)
     gpu["nvlink"] = _nvlinks(rec, handle)
-    gpu["violations_ns_start"] = _violations(rec, handle)
     gpu["recovery_action"] = _field_value(rec, "recovery_action", handle, FIELD_RECOVERY_ACTION)
 
 
-def _ecc(rec: _Recorder, handle: Any) -> dict[str, Any]:
+def _ecc(rec: GpuRecorder, handle: Any) -> dict[str, Any]:
     mode = rec.read("ecc.mode", "nvmlDeviceGetEccMode", handle)
-    current = _flag(mode[0]) if isinstance(mode, list | tuple) and mode else None
+    current = flag(mode[0]) if isinstance(mode, list | tuple) and mode else None
     counts: dict[str, Any] = {"mode_enabled": current}
     for scope, counter in (("volatile", ECC_VOLATILE), ("aggregate", ECC_AGGREGATE)):
         counts[scope] = {
@@ -210,7 +183,7 @@ def _ecc(rec: _Recorder, handle: Any) -> dict[str, Any]:
     return counts
 
 
-def _remap(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
+def _remap(rec: GpuRecorder, handle: Any) -> dict[str, Any] | None:
     rows = rec.read("remap", "nvmlDeviceGetRemappedRows", handle)
     if not isinstance(rows, list | tuple) or len(rows) < 4:
         return None
@@ -229,7 +202,7 @@ def _remap(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
     return result
 
 
-def _retired(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
+def _retired(rec: GpuRecorder, handle: Any) -> dict[str, Any] | None:
     pending = rec.read("retired_pages.pending", "nvmlDeviceGetRetiredPagesPendingStatus", handle)
     if pending is None:
         return None
@@ -239,10 +212,10 @@ def _retired(rec: _Recorder, handle: Any) -> dict[str, Any] | None:
         )
         for cause, code in RETIRED_CAUSES.items()
     }
-    return {"pending": _flag(pending), **counts}
+    return {"pending": flag(pending), **counts}
 
 
-def _nvlinks(rec: _Recorder, handle: Any) -> list[dict[str, Any]]:
+def _nvlinks(rec: GpuRecorder, handle: Any) -> list[dict[str, Any]]:
     links: list[dict[str, Any]] = []
     for link in range(NVLINK_MAX_LINKS):
         state = rec.nvml.read("nvmlDeviceGetNvLinkState", handle, link)
@@ -250,36 +223,20 @@ def _nvlinks(rec: _Recorder, handle: Any) -> list[dict[str, Any]]:
             if link == 0:
                 rec.unavailable.setdefault("nvlink", state.state)
             break
-        entry: dict[str, Any] = {"link": link, "active": _flag(state.value) if state.ok else None}
+        entry: dict[str, Any] = {"link": link, "active": flag(state.value) if state.ok else None}
         if entry["active"]:
             remote = rec.read(
                 f"nvlink.{link}.remote", "nvmlDeviceGetNvLinkRemotePciInfo", handle, link
             )
-            entry["remote_pci_bus_id"] = normalise_bus_id(_text(getattr(remote, "busId", None)))
+            entry["remote_pci_bus_id"] = normalise_bus_id(text(getattr(remote, "busId", None)))
             entry["version"] = rec.read(
                 f"nvlink.{link}.version", "nvmlDeviceGetNvLinkVersion", handle, link
             )
-        entry["errors"] = _nvlink_errors(rec, handle, link)
         links.append(entry)
     return links
 
 
-def _nvlink_errors(rec: _Recorder, handle: Any, link: int) -> dict[str, Any]:
-    return {
-        name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
-        for name, code in NVLINK_ERRORS.items()
-    }
-
-
-def _violations(rec: _Recorder, handle: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, policy in VIOLATION_POLICIES.items():
-        status = rec.nvml.read("nvmlDeviceGetViolationStatus", handle, policy)
-        out[name] = getattr(status.value, "violationTime", None) if status.ok else None
-    return out
-
-
-def _field_value(rec: _Recorder, key: str, handle: Any, field_id: int) -> Any:
+def _field_value(rec: GpuRecorder, key: str, handle: Any, field_id: int) -> Any:
     values = rec.read(key, "nvmlDeviceGetFieldValues", handle, [field_id])
     if not values:
         return None
@@ -297,6 +254,12 @@ def _field_number(entry: Any) -> Any:
         value_type if isinstance(value_type, int) else -1, "ullVal"
     )
     return getattr(union, member, None)
+
+
+def _read_pairs(nvml: Nvml, handles: dict[int, Any], snapshot: dict[str, Any]) -> None:
+    started = time.monotonic()
+    snapshot["pairs"] = _pairs(nvml, handles)
+    snapshot["phases"]["pairs_s"] = round(time.monotonic() - started, 3)
 
 
 def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
@@ -319,6 +282,26 @@ def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
     return pairs
 
 
+def _sample_gpu(
+    nvml: Nvml,
+    gpu: dict[str, Any],
+    handle: Any,
+    window_s: float,
+    interval_s: float,
+    gpm_lock: threading.Lock,
+    schedule: CounterSchedule,
+) -> None:
+    """Sample one GPU through the window while its counters are read on a second thread."""
+    counters = threading.Thread(
+        target=read_counters_in_window,
+        args=(GpuRecorder(nvml, gpu), handle, schedule),
+        daemon=True,
+    )
+    counters.start()
+    _sample_window(nvml, gpu, handle, window_s, interval_s, gpm_lock)
+    counters.join()  # every NVML call it makes is under a deadline
+
+
 def _sample_window(
     nvml: Nvml,
     gpu: dict[str, Any],
@@ -327,7 +310,7 @@ def _sample_window(
     interval_s: float,
     gpm_lock: threading.Lock,
 ) -> None:
-    rec = _Recorder(nvml, gpu)
+    rec = GpuRecorder(nvml, gpu)
     gpm = _GpmSampler(rec, handle, gpm_lock)
     samples: list[dict[str, Any]] = []
     started = time.monotonic()
@@ -348,16 +331,10 @@ def _sample_window(
     gpm.take(final=True)
     gpu["samples"] = samples
     gpu["gpm"] = gpm.metrics
-    gpu["pcie"]["replay_counter_end"] = rec.read(
-        "pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle
-    )
-    gpu["violations_ns_end"] = _violations(rec, handle)
-    for entry in gpu.get("nvlink") or []:
-        entry["errors_end"] = _nvlink_errors(rec, handle, entry["link"])
     gpu["sampled_s"] = round(time.monotonic() - started, 3)
 
 
-def _sample(rec: _Recorder, handle: Any, at: float, with_io: bool) -> dict[str, Any]:
+def _sample(rec: GpuRecorder, handle: Any, at: float, with_io: bool) -> dict[str, Any]:
     util = rec.read("utilization", "nvmlDeviceGetUtilizationRates", handle)
     reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
     if not reasons.ok:
@@ -366,7 +343,7 @@ def _sample(rec: _Recorder, handle: Any, at: float, with_io: bool) -> dict[str, 
         "t": at,
         "util_gpu": getattr(util, "gpu", None),
         "util_mem": getattr(util, "memory", None),
-        "power_w": _milli(rec.read("power.draw", "nvmlDeviceGetPowerUsage", handle)),
+        "power_w": milli(rec.read("power.draw", "nvmlDeviceGetPowerUsage", handle)),
         "sm_clock_mhz": rec.read("clocks.sm", "nvmlDeviceGetClockInfo", handle, CLOCK_SM),
         "mem_clock_mhz": rec.read("clocks.mem", "nvmlDeviceGetClockInfo", handle, CLOCK_MEM),
         "temp_c": rec.read("temperature.gpu", "nvmlDeviceGetTemperature", handle, TEMP_GPU),
@@ -384,7 +361,7 @@ class _GpmSampler:
 
     PERIOD_S = 1.0
 
-    def __init__(self, rec: _Recorder, handle: Any, lock: threading.Lock) -> None:
+    def __init__(self, rec: GpuRecorder, handle: Any, lock: threading.Lock) -> None:
         self.rec = rec
         self.handle = handle
         self.lock = lock
@@ -441,32 +418,3 @@ class _GpmSampler:
             ok = result.ok and getattr(metric, "nvmlReturn", 1) == 0
             values[name] = round(float(metric.value), 3) if ok else None
         return values
-
-
-def normalise_bus_id(bus_id: str | None) -> str | None:
-    """NVML's `00000000:19:00.0` → `0000:19:00.0` (lower case, 4-digit domain)."""
-    if not bus_id:
-        return None
-    text = bus_id.strip().lower()
-    domain, _, rest = text.partition(":")
-    if not rest:
-        return text
-    if len(domain) > 4 and set(domain[:-4]) <= {"0"}:
-        domain = domain[-4:]
-    return f"{domain.zfill(4)}:{rest}"
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
-
-
-def _flag(value: Any) -> bool | None:
-    return None if value is None else bool(value)
-
-
-def _milli(value: Any) -> float | None:
-    return None if value is None else round(float(value) / 1000.0, 3)

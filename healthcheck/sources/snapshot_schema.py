@@ -60,6 +60,8 @@ class _Gpu(_Loose):
     violations_ns_start: dict[str, Number] = {}
     violations_ns_end: dict[str, Number] = {}
     recovery_action: int | None = None
+    sampled_s: Number = None
+    counters_s: Number = None
     samples: list[_Sample] = []
     gpm: list[dict[str, Number]] = []
     unavailable: dict[str, str] = {}

@@ -182,6 +182,7 @@ class _Faults:
     gpu_blocked_from: dict[int, int] = field(default_factory=dict)
     lost: dict[int, int] = field(default_factory=dict)
     init_error: int | None = None
+    slow: dict[str, float] = field(default_factory=dict)
 
 
 class FakePynvml:
@@ -221,6 +222,7 @@ class FakePynvml:
         }
         self._gpm_supported = gpm_supported
         self._lock = threading.Lock()
+        self._driver_lock = threading.Lock()
         self._counters: dict[tuple[Any, ...], int] = defaultdict(int)
         self._device_calls: dict[int, int] = defaultdict(int)
         self._faults = _Faults()
@@ -243,6 +245,11 @@ class FakePynvml:
     def lose_gpu(self, gpu: int, from_call: int = 0) -> None:
         """GPU `gpu` answers GPU_IS_LOST from its `from_call`-th call on (0: handle lookup)."""
         self._faults.lost[gpu] = from_call
+
+    def slow_down(self, function: str, seconds: float) -> None:
+        """`function` takes `seconds` in the "driver", one call at a time across all GPUs (as
+        the real driver serialises NVLink error counters: tools/device/nvml_fields_probe.py)."""
+        self._faults.slow[function] = seconds
 
     def fail_init(self, code: int = NVML_ERROR_DRIVER_NOT_LOADED) -> None:
         self._faults.init_error = code
@@ -278,6 +285,10 @@ class FakePynvml:
             self._counters[counter] += 1
         if self._blocks(function, numbers):
             self._released.wait()
+        delay = self._faults.slow.get(function)
+        if delay:
+            with self._driver_lock:
+                time.sleep(delay)
         for gpu, number in numbers:
             start = self._faults.lost.get(gpu)
             if start is not None and number >= start:

@@ -15,9 +15,10 @@ from sitscheck.models import Status
 from sitscheck.registry import BrokenCheck
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
-from sitscheck.sources.gpu_snapshot import collect_snapshot, normalise_bus_id
+from sitscheck.sources.gpu_snapshot import collect_snapshot
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml, NvmlUnavailable
+from sitscheck.sources.nvml_record import normalise_bus_id
 
 SYSTEM_KEYS = ("driver_version", "nvml_version", "cuda_driver_version", "device_count", "pairs")
 
@@ -101,6 +102,36 @@ def test_gpus_are_sampled_concurrently(fake_nvml: FakePynvml) -> None:
     assert all(len(w) >= 4 for w in windows)
     # each GPU's sampling began before the other's ended: the windows overlap
     assert windows[1][0] < windows[0][-1] and windows[0][0] < windows[1][-1]
+
+
+def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
+    fake_nvml: FakePynvml,
+) -> None:
+    # As on an H200: every NVLink error counter ~1 ms in the driver, one call at a time over
+    # all GPUs (18 links x 4 counters a reading). Read before and after the window, as
+    # before, they ran ahead of the first sample and past the window's end.
+    fake_nvml.slow_down("nvmlDeviceGetNvLinkErrorCounter", 0.002)
+    fake_nvml.slow_down("nvmlDeviceGetViolationStatus", 0.002)
+    window = 1.2
+    snapshot = collect_snapshot(started(fake_nvml), window_s=window, interval_s=0.2)
+
+    first_sample = min(c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates"))
+    window_end = first_sample + window
+    for function in ("nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetViolationStatus"):
+        times = [c.at for c in fake_nvml.calls_to(function)]
+        assert times and min(times) >= first_sample - 0.05, f"{function} read before the window"
+        assert max(times) <= window_end + 0.05, f"{function} still read after the window"
+    for gpu in snapshot["gpus"]:
+        assert all("errors" in link and "errors_end" in link for link in gpu["nvlink"])
+        assert gpu["violations_ns_start"] and gpu["violations_ns_end"]
+        assert gpu["pcie"]["replay_counter_start"] is not None
+        assert gpu["pcie"]["replay_counter_end"] is not None
+        # the two readings are apart by most of the window, and the interval is what is kept
+        assert window / 3 <= gpu["counters_s"] < window
+    # the pairs were read while the GPUs were sampled, not before
+    pair_calls = [c.at for c in fake_nvml.calls_to("nvmlDeviceGetP2PStatus")]
+    assert pair_calls and min(pair_calls) >= first_sample - 0.05
+    assert snapshot["pairs"] and "pairs_s" in snapshot["phases"]
 
 
 def test_gpm_not_supported_is_recorded_not_fatal(recording: dict[str, Any]) -> None:

@@ -248,6 +248,26 @@ def test_nvlink_replay_growth_is_a_finding_crc_growth_a_rate() -> None:
     assert grew.facts["gpus"][1]["errors_delta"]["crc_data"] == 30
 
 
+def test_counter_rates_are_per_the_interval_between_the_two_readings() -> None:
+    # Live snapshots read the counters inside the window (`counters_s` apart), not at its
+    # ends: a rate over the whole window would understate it.
+    recording = _recording()
+    gpu = recording["gpus"][0]
+    for link in gpu["nvlink"]:
+        link["errors_end"] = dict(link["errors"])
+    gpu["nvlink"][0]["errors_end"]["crc_data"] += 30
+    gpu["pcie"]["replay_counter_end"] = gpu["pcie"]["replay_counter_start"] + 4
+    gpu["sampled_s"], gpu["counters_s"] = 3.0, 2.0
+    nvlink = judge_nvlink(fleet_from_snapshot(copy.deepcopy(recording), "nvml.json"))
+    assert nvlink.facts["gpus"][0]["errors_per_s"]["crc_data"] == 15.0
+    pcie = judge_pcie(fleet_from_snapshot(copy.deepcopy(recording), "nvml.json"), {})
+    replay = pcie.facts["gpus"][0]
+    assert replay["replay_window_s"] == 2.0 and replay["replay_per_min"] == 120.0
+    del gpu["counters_s"]  # a bundle from before: the window it was read across
+    old = judge_nvlink(fleet_from_snapshot(recording, "nvml.json"))
+    assert old.facts["gpus"][0]["errors_per_s"]["crc_data"] == 10.0
+
+
 def test_nvlink_not_supported_is_not_zero_links() -> None:
     recording = _recording()
     recording["gpus"][0]["nvlink"] = []

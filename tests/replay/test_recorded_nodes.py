@@ -1,6 +1,6 @@
 """Bundles recorded on real H200 nodes (the lent device machine) replay as healthy nodes.
 
-2×H200 (idle, and a PyTorch bf16 GEMM load) and 4×H200 (idle, load), recorded with
+2×H200 (idle, and a PyTorch bf16 GEMM load; twice) and 4×H200 (idle, load), recorded with
 `sitscheck collect` / `collect --load`. A healthy idle H200 draws ~80 W of 700 W; a loaded one
 sits at its power cap with the SW-power-cap clock reason and clocks below max. Neither may
 raise anything above ok, and the facts must show what the node really was.
@@ -23,6 +23,9 @@ RECORDED = {
     "h200x2-load-v0": (BUNDLES.parent / "gpu" / "bundles" / "h200x2-load-v0", 2, True),
     "h200x4-idle": (BUNDLES / "h200x4-idle", 4, False),
     "h200x4-load": (BUNDLES / "h200x4-load", 4, True),
+    # recorded after the window's counters moved inside it (issue 10): `counters_s` is kept
+    "h200x2-idle-v1": (BUNDLES / "h200x2-idle-v1", 2, False),
+    "h200x2-load-v1": (BUNDLES / "h200x2-load-v1", 2, True),
 }
 
 
@@ -102,3 +105,7 @@ def test_the_recorded_bundles_hold_real_nvml_readings() -> None:
         assert snapshot["format"] == "sitscheck-nvml" and snapshot["device_count"] == gpus
         assert {g["name"] for g in snapshot["gpus"]} == {"NVIDIA H200"}
         assert (snapshot.get("load") or {}).get("engine") == ("torch" if loaded else None)
+        if path.name.endswith("-v1"):  # counters read inside the window, most of it apart
+            for gpu in snapshot["gpus"]:
+                assert 0.5 * gpu["sampled_s"] < gpu["counters_s"] <= gpu["sampled_s"]
+                assert all("errors_end" in link for link in gpu["nvlink"])

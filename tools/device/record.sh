@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # Record real-node evidence on the lent GPU machine (see the device tool): bundles for CI
 # replay, raw command outputs, and run timings. Writes everything under $OUT.
-set -u
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-sc() { python3 -m sitscheck "$@"; }
+. tools/device/setup.sh
 raw=$OUT/raw; mkdir -p "$raw"
 {
   uname -a; nvidia-smi; nvidia-smi -L

@@ -1,0 +1,104 @@
+"""The counters read at both ends of the sampling window, read *inside* it.
+
+NVLink error counters, clock-violation times and the PCIe replay counter are slow in the
+driver: on an H200 (driver 580) one `nvmlDeviceGetNvLinkErrorCounter` takes ~0.9 ms and a GPU
+has 18 links × 4 counters; a violation-status read ~0.8 ms; and calls for different GPUs
+serialise on the driver's lock (two threads on two GPUs took 3.4× one thread on one). Read
+before and after the window, they cost ~70 ms per GPU twice, in series across GPUs: the
+snapshot grew by ~130 ms per GPU beyond the window (tools/device/nvml_fields_probe.py).
+
+So each GPU reads them on its own thread while its samples are taken: the first reading at
+the window's start; the last one started as long before the window's end as the first
+readings of all GPUs took together, so that it ends with the window. The interval between
+the two readings is recorded per GPU (`counters_s`); rates are per that interval.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from .nvml_record import GpuRecorder
+
+NVLINK_ERRORS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
+VIOLATION_POLICIES = {
+    "power": 0,
+    "thermal": 1,
+    "sync_boost": 2,
+    "board_limit": 3,
+    "low_utilization": 4,
+    "reliability": 5,
+}
+
+
+class CounterSchedule:
+    """When each GPU's last reading starts: shared by the GPUs of one snapshot."""
+
+    def __init__(self, parties: int, started: float, deadline: float) -> None:
+        self._barrier = threading.Barrier(max(parties, 1))
+        self.started = started
+        self.deadline = deadline
+
+    def last_reading_at(self) -> float:
+        """Wait for every GPU's first reading; then: when to start the last one."""
+        try:
+            self._barrier.wait(timeout=max(self.deadline - time.monotonic(), 0.0))
+        except threading.BrokenBarrierError:  # a GPU that never came: no longer wait for it
+            pass
+        now = time.monotonic()
+        return max(self.deadline - (now - self.started), now)
+
+    def arrive_without_reading(self) -> None:
+        """A GPU whose reader failed before its first reading: release the others."""
+        try:
+            self._barrier.wait(timeout=0)
+        except threading.BrokenBarrierError:
+            pass
+
+
+def read_counters_in_window(rec: GpuRecorder, handle: Any, schedule: CounterSchedule) -> None:
+    """The first reading now, the last at the scheduled time; both kept in the GPU record."""
+    gpu = rec.gpu
+    try:
+        first_at = _read(rec, handle, "start")
+    except BaseException:
+        schedule.arrive_without_reading()
+        raise
+    pause = schedule.last_reading_at() - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+    if "lost" in gpu or rec.nvml.stuck_at is not None:
+        return
+    last_at = _read(rec, handle, "end")
+    gpu["counters_s"] = round(last_at - first_at, 3)
+
+
+def _read(rec: GpuRecorder, handle: Any, end: str) -> float:
+    """One reading of every counter; returns the midpoint of the time it took."""
+    gpu = rec.gpu
+    began = time.monotonic()
+    gpu.setdefault("pcie", {})[f"replay_counter_{end}"] = rec.read(
+        "pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle
+    )
+    gpu[f"violations_ns_{end}"] = _violations(rec, handle)
+    for entry in gpu.get("nvlink") or []:
+        entry["errors" if end == "start" else "errors_end"] = _nvlink_errors(
+            rec, handle, entry["link"]
+        )
+    return (began + time.monotonic()) / 2
+
+
+def _nvlink_errors(rec: GpuRecorder, handle: Any, link: int) -> dict[str, Any]:
+    return {
+        name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
+        for name, code in NVLINK_ERRORS.items()
+    }
+
+
+def _violations(rec: GpuRecorder, handle: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, policy in VIOLATION_POLICIES.items():
+        status = rec.nvml.read("nvmlDeviceGetViolationStatus", handle, policy)
+        out[name] = getattr(status.value, "violationTime", None) if status.ok else None
+    return out
