@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -95,13 +96,13 @@ def collect_snapshot(
     started = time.monotonic()
     pairs.start()
     sampled = [g for g in gpus if g["index"] in handles and "lost" not in g]
-    schedule = CounterSchedule(len(sampled), started, started + max(window_s, 0.0))
-    gpm_lock = threading.Lock()  # NVML's GPM calls crash when two GPUs' threads overlap
-    _each_gpu(
-        gpus,
-        handles,
-        lambda g, h: _sample_gpu(nvml, g, h, window_s, interval_s, gpm_lock, schedule),
+    window = _Window(
+        window_s,
+        interval_s,
+        threading.Lock(),
+        CounterSchedule(len(sampled), started, started + max(window_s, 0.0)),
     )
+    _each_gpu(gpus, handles, lambda g, h: _sample_gpu(nvml, g, h, window))
     phases["sampling_s"] = round(time.monotonic() - started, 3)
     pairs.join()
     return snapshot
@@ -282,36 +283,32 @@ def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
     return pairs
 
 
-def _sample_gpu(
-    nvml: Nvml,
-    gpu: dict[str, Any],
-    handle: Any,
-    window_s: float,
-    interval_s: float,
-    gpm_lock: threading.Lock,
-    schedule: CounterSchedule,
-) -> None:
+@dataclass(frozen=True)
+class _Window:
+    """The sampling window every GPU shares."""
+
+    seconds: float
+    interval_s: float
+    gpm_lock: threading.Lock  # NVML's GPM calls crash when two GPUs' threads overlap
+    counters: CounterSchedule
+
+
+def _sample_gpu(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
     """Sample one GPU through the window while its counters are read on a second thread."""
     counters = threading.Thread(
         target=read_counters_in_window,
-        args=(GpuRecorder(nvml, gpu), handle, schedule),
+        args=(GpuRecorder(nvml, gpu), handle, window.counters),
         daemon=True,
     )
     counters.start()
-    _sample_window(nvml, gpu, handle, window_s, interval_s, gpm_lock)
+    _sample_window(nvml, gpu, handle, window)
     counters.join()  # every NVML call it makes is under a deadline
 
 
-def _sample_window(
-    nvml: Nvml,
-    gpu: dict[str, Any],
-    handle: Any,
-    window_s: float,
-    interval_s: float,
-    gpm_lock: threading.Lock,
-) -> None:
+def _sample_window(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
     rec = GpuRecorder(nvml, gpu)
-    gpm = _GpmSampler(rec, handle, gpm_lock)
+    window_s, interval_s = window.seconds, window.interval_s
+    gpm = _GpmSampler(rec, handle, window.gpm_lock)
     samples: list[dict[str, Any]] = []
     started = time.monotonic()
     deadline = started + max(window_s, 0.0)
