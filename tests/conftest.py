@@ -1,7 +1,10 @@
-"""Shared fixtures: where the shared corpus of real samples lives."""
+"""Shared fixtures: where the shared corpus of real samples lives; folders others may enter."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -9,9 +12,27 @@ from corpus_paths import REPO_ROOT, corpus_root
 
 __all__ = ["REPO_ROOT", "corpus_root"]
 
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     root = corpus_root()
     if root is None:
         pytest.skip("shared corpus absent: set SITSCHECK_CORPUS or place it at ../shared/corpus")
     return root
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Callable[[int], Path]]:
+    """`open_dir(mode)`: a new folder other users may enter (pytest's tmp_path is root's, 0700),
+    for tests that run something as another user; removed afterwards."""
+    made: list[Path] = []
+
+    def make(mode: int) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="sitscheck-open-"))
+        folder.chmod(mode)
+        made.append(folder)
+        return folder
+
+    yield make
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -68,6 +68,7 @@ if [ $have_dpkg = 1 ]; then
         for path in ./usr/bin/sitscheck ./usr/sbin/sitscheck-healthcheck \
             ./usr/lib/systemd/system/sitscheck.service ./usr/lib/systemd/system/sitscheck.timer \
             ./usr/lib/systemd/system/sitscheck-daemon.service ./usr/lib/tmpfiles.d/sitscheck.conf \
+            ./usr/lib/sysusers.d/sitscheck.conf \
             ./etc/sitscheck/config.yaml ./etc/default/sitscheck \
             ./usr/lib/sitscheck/python/sitscheck/cli.py; do
             grep -q " $path\$" <<<"$listing" || fail "the .deb lacks $path"

@@ -6,7 +6,8 @@
 # The package holds the CLI with its Python dependencies in a private folder
 # (/usr/lib/sitscheck/python, installed with pip for this machine's python3, whose version
 # the package then depends on), the launcher /usr/bin/sitscheck, the systemd units, the
-# tmpfiles snippet, the default config (/etc/sitscheck/config.yaml, /etc/default/sitscheck),
+# sysusers.d entry (the `sitscheck` user the units run as) and the tmpfiles snippet, the
+# default config (/etc/sitscheck/config.yaml, /etc/default/sitscheck),
 # the Slurm wrapper (/usr/sbin/sitscheck-healthcheck) and the NPD and Kubernetes examples.
 #
 # Environment: PYTHON (default /usr/bin/python3: the interpreter the package targets),
@@ -49,6 +50,7 @@ for unit in sitscheck.service sitscheck.timer sitscheck-daemon.service; do
     install -D -m 0644 "$repo/packaging/systemd/$unit" "$root/usr/lib/systemd/system/$unit"
 done
 install -D -m 0644 "$repo/packaging/systemd/sitscheck.tmpfiles" "$root/usr/lib/tmpfiles.d/sitscheck.conf"
+install -D -m 0644 "$repo/packaging/systemd/sitscheck.sysusers" "$root/usr/lib/sysusers.d/sitscheck.conf"
 install -D -m 0644 "$repo/packaging/etc/sitscheck/config.yaml" "$root/etc/sitscheck/config.yaml"
 install -D -m 0644 "$repo/packaging/etc/default/sitscheck" "$root/etc/default/sitscheck"
 install -D -m 0644 "$repo/packaging/npd/sitscheck-plugin-monitor.json" \

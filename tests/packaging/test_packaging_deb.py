@@ -27,6 +27,7 @@ EXPECTED = (
     "./usr/lib/systemd/system/sitscheck.timer",
     "./usr/lib/systemd/system/sitscheck-daemon.service",
     "./usr/lib/tmpfiles.d/sitscheck.conf",
+    "./usr/lib/sysusers.d/sitscheck.conf",
     "./etc/sitscheck/config.yaml",
     "./etc/default/sitscheck",
     "./usr/share/sitscheck/npd/sitscheck-plugin-monitor.json",
@@ -48,6 +49,26 @@ def test_contents() -> None:
     missing = [path for path in EXPECTED if path not in listing]
     assert missing == []
     assert not any(p.startswith("./usr/lib/sitscheck/python/bin/") for p in listing)
+
+
+def test_the_unit_user_is_made_before_the_acl_naming_it(tmp_path: Path) -> None:
+    """The packaged sysusers.d and tmpfiles.d files are the checkout's, and postinst runs
+    systemd-sysusers before systemd-tmpfiles (whose ACL entry names the user)."""
+    assert DEB is not None
+    root = tmp_path / "root"
+    subprocess.run(["dpkg-deb", "-x", DEB, str(root)], check=True, timeout=120)
+    systemd = REPO / "packaging" / "systemd"
+    for packaged, source in (
+        ("usr/lib/sysusers.d/sitscheck.conf", "sitscheck.sysusers"),
+        ("usr/lib/tmpfiles.d/sitscheck.conf", "sitscheck.tmpfiles"),
+    ):
+        assert (root / packaged).read_text() == (systemd / source).read_text()
+    control = tmp_path / "control"
+    subprocess.run(["dpkg-deb", "-e", DEB, str(control)], check=True, timeout=120)
+    postinst = (control / "postinst").read_text()
+    sysusers = postinst.index("systemd-sysusers sitscheck.conf")
+    assert sysusers < postinst.index("systemd-tmpfiles --create sitscheck.conf")
+    assert (control / "postinst").stat().st_mode & 0o111
 
 
 def test_control_and_conffiles() -> None:

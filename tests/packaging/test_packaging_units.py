@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 UNITS = REPO / "packaging" / "systemd"
 SERVICES = ("sitscheck.service", "sitscheck-daemon.service")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+SYSUSERS = UNITS / "sitscheck.sysusers"
+TMPFILES = UNITS / "sitscheck.tmpfiles"
 
 
 def unit(name: str) -> dict[str, dict[str, list[str]]]:
@@ -73,6 +78,81 @@ def test_daemon_mode_notifies_and_has_a_watchdog() -> None:
     assert int(service["WatchdogSec"][0]) > 0
     assert "daemon --interval" in service["ExecStart"][0]
     assert "sitscheck.timer" in unit("sitscheck-daemon.service")["Unit"]["Conflicts"][0]
+
+
+def config_lines(path: Path) -> list[list[str]]:
+    """A sysusers.d or tmpfiles.d file as its lines' fields (quoted fields kept whole)."""
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return [shlex.split(line) for line in lines if line and not line.startswith("#")]
+
+
+def textfile_folder() -> str:
+    (path,) = unit("sitscheck.service")["Service"]["ReadWritePaths"]
+    return path.removeprefix("-")
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_the_service_user_is_made_by_sysusers_and_may_write_the_textfile(name: str) -> None:
+    service = unit(name)["Service"]
+    (user,) = service["User"]
+    assert service["Group"] == [user]  # sysusers' `u` line makes a group of the same name
+    made = [f for f in config_lines(SYSUSERS) if f[0] == "u"]
+    assert [f[1] for f in made] == [user]
+    assert made[0][4] == "/var/lib/" + service["StateDirectory"][0]  # home: the state folder
+    folder = textfile_folder()
+    entries = {(f[0], f[1]): f for f in config_lines(TMPFILES)}
+    assert ("d", folder) in entries  # made when node_exporter is not installed (yet)
+    acl = entries.get(("a+", folder))
+    assert acl is not None and acl[6] == f"u:{user}:rwx"  # appended: others' entries kept
+
+
+SYSUSERS_BIN = shutil.which("systemd-sysusers")
+TMPFILES_BIN = shutil.which("systemd-tmpfiles")
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.fixture
+def scratch_root(open_dir: Callable[[int], Path]) -> Path:
+    return open_dir(0o755)
+
+
+@pytest.mark.skipif(
+    SYSUSERS_BIN is None or TMPFILES_BIN is None or SETPRIV is None or os.geteuid() != 0,
+    reason="needs root, systemd-sysusers, systemd-tmpfiles and setpriv",
+)
+def test_sysusers_and_tmpfiles_let_an_unprivileged_user_write_the_textfile(
+    scratch_root: Path,
+) -> None:
+    """Both files applied to a scratch root: the user is made, and the ACL entry lets a user
+    who is neither the folder's owner nor in its group create and rename a file there. The
+    ACL is tried for `nobody`: tmpfiles resolves its names on this host, not in the root."""
+    assert SYSUSERS_BIN and TMPFILES_BIN and SETPRIV
+    root = scratch_root
+    for kind, text in (
+        ("sysusers.d", SYSUSERS.read_text()),
+        ("tmpfiles.d", TMPFILES.read_text().replace("u:sitscheck:", "u:nobody:")),
+    ):
+        target = root / "usr" / "lib" / kind / "sitscheck.conf"
+        target.parent.mkdir(parents=True)
+        target.write_text(text)
+    (root / "etc").mkdir()
+    for argv in (
+        [SYSUSERS_BIN, f"--root={root}", "sitscheck.conf"],
+        [TMPFILES_BIN, f"--root={root}", "--create", "sitscheck.conf"],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "Failed" not in done.stderr, done.stderr
+    passwd = (root / "etc" / "passwd").read_text()
+    assert re.search(r"^sitscheck:x:\d+:\d+:[^:]*:/var/lib/sitscheck:\S*nologin$", passwd, re.M)
+    folder = root / textfile_folder().lstrip("/")
+    assert folder.stat().st_uid == 0 and folder.stat().st_mode & 0o002 == 0  # group bits: mask
+    assert "system.posix_acl_access" in os.listxattr(folder)
+    drop = [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+    drop += ["--bounding-set=-all", "--"]
+    for argv in (["touch", f"{folder}/.t"], ["mv", f"{folder}/.t", f"{folder}/a.prom"]):
+        done = subprocess.run([*drop, *argv], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    assert (folder / "a.prom").stat().st_uid == 65534
 
 
 @pytest.fixture

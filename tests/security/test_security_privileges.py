@@ -11,8 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,12 +33,6 @@ def test_the_service_keeps_only_cap_syslog(name: str) -> None:
     assert service.get("AmbientCapabilities", [""]) in ([""], ["CAP_SYSLOG"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG packaging/systemd/sitscheck*.service: User=root (bounded to CAP_SYSLOG); the "
-    "issue asks for a dedicated user (DynamicUser=yes or a sysusers.d 'sitscheck' user, "
-    "AmbientCapabilities=CAP_SYSLOG, SupplementaryGroups for /dev/nvidia* where not 0666)",
-)
 @pytest.mark.parametrize("name", SERVICES)
 def test_the_service_runs_as_a_dedicated_user_with_cap_syslog(name: str) -> None:
     service = unit(name)["Service"]
@@ -55,12 +48,9 @@ def test_the_service_runs_as_a_dedicated_user_with_cap_syslog(name: str) -> None
 
 
 @pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A folder the unprivileged user can write (pytest's tmp_path is root's, mode 0700)."""
-    folder = Path(tempfile.mkdtemp(prefix="sitscheck-nonroot-"))
-    folder.chmod(0o777)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def shared_dir(open_dir: Callable[[int], Path]) -> Path:
+    """A folder the unprivileged user can write."""
+    return open_dir(0o777)
 
 
 SETPRIV = shutil.which("setpriv")
