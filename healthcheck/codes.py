@@ -115,6 +115,10 @@ PCIE_LINK_CODES: dict[str, str] = {
         "x16: half the bandwidth; seed 000's table: Gen4 x8 ≈ 70 % of baseline TensorRT "
         "throughput"
     ),
+    "pcie_link.sysfs_vanished": (
+        "the sysfs folder of the GPU or a port on its path disappeared while its link was "
+        "read (hot-unplug, fallen off the bus, a reset under way): the link state is unknown"
+    ),
 }
 
 MEMORY_ERRORS_CODES: dict[str, str] = {
@@ -197,6 +201,7 @@ SEVERITY: dict[str, str] = {
     "pcie_aer.counter_fatal": "critical",
     "pcie_aer.counter_nonfatal": "warning",
     "pcie_link.width_degraded": "warning",
+    "pcie_link.sysfs_vanished": "unknown",
     "memory_errors.remap_pending": "warning",
     "memory_errors.remap_failure": "critical",
     "memory_errors.retired_pages_pending": "warning",
@@ -255,6 +260,11 @@ ACTION: dict[str, str] = {
     "pcie_link.width_degraded": (
         "reseat the GPU (and its riser or cable) and check the slot; look for AER errors on "
         "the upstream port; if the link stays narrow, replace the riser or RMA the GPU"
+    ),
+    "pcie_link.sysfs_vanished": (
+        "run `lspci -s <bus id>` and read the kernel log (pcie_aer, xid: fallen off the bus, "
+        "Xid 79, surprise link down); if the device is gone, drain the node and reseat or "
+        "replace it; if it is back, rerun sitscheck"
     ),
     "memory_errors.remap_pending": (
         "drain the GPU and reset it so the remap takes effect; healthy once nothing is pending"

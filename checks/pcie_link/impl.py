@@ -10,7 +10,7 @@ from sitscheck.sources.files import FileTree
 from sitscheck.sources.pci import port_folders
 
 from .judge import Chain, judge
-from .links import PortLink, parse_gen, parse_width
+from .links import PortLink, Vanished, parse_gen, parse_width
 
 
 class PcieLinkImpl:
@@ -38,15 +38,19 @@ def read_chain(sysfs: FileTree, bus_id: str) -> Chain:
         return f"{bus_id} not found under {sysfs.root}"
     chain: list[PortLink] = []
     for bdf, folder in ports:
-        chain.append(
-            PortLink(
-                bus_id=bdf,
-                path=folder,
-                role="gpu" if bdf == ports[-1][0] else "port",
-                width_current=parse_width(sysfs.read_text(f"{folder}/current_link_width")),
-                width_max=parse_width(sysfs.read_text(f"{folder}/max_link_width")),
-                gen_current=parse_gen(sysfs.read_text(f"{folder}/current_link_speed")),
-                gen_max=parse_gen(sysfs.read_text(f"{folder}/max_link_speed")),
-            )
+        link = PortLink(
+            bus_id=bdf,
+            path=folder,
+            role="gpu" if bdf == ports[-1][0] else "port",
+            width_current=parse_width(sysfs.read_text(f"{folder}/current_link_width")),
+            width_max=parse_width(sysfs.read_text(f"{folder}/max_link_width")),
+            gen_current=parse_gen(sysfs.read_text(f"{folder}/current_link_speed")),
+            gen_max=parse_gen(sysfs.read_text(f"{folder}/max_link_speed")),
         )
+        readings = (link.width_current, link.width_max, link.gen_current, link.gen_max)
+        # A file that could not be read is "absent" to FileTree; the folder found a moment
+        # ago and gone now is a device that vanished mid-read, which is not a healthy link.
+        if None in readings and not sysfs.exists(folder):
+            return Vanished(bdf, folder)
+        chain.append(link)
     return chain

@@ -11,6 +11,15 @@ _SPEED = re.compile(r"^\s*(?P<gts>\d+(?:\.\d+)?)\s*GT/s")
 
 
 @dataclass(frozen=True, slots=True)
+class Vanished:
+    """A device on the GPU's path whose sysfs folder disappeared while its link was read
+    (hot-unplug, a device fallen off the bus, a reset under way): its link state is unknown."""
+
+    bus_id: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class PortLink:
     """One device on the GPU's path (root port first, the GPU last) and its link readings."""
 

@@ -35,7 +35,9 @@ class FileTree:
         return path is not None and path.exists()
 
     def read_text(self, relative: str, limit: int = MAX_SMALL_FILE) -> str | None:
-        """The file's text, or None when it is absent, unreadable or vanished mid-read."""
+        """The file's text, or None when it could not be read (absent, unreadable, or gone
+        mid-read). A caller that found the folder first tells "vanished" from "absent" by
+        asking `exists()` of the folder again (pcie_link's `read_chain` does)."""
         path = self.path(relative)
         if path is None:
             return None
