@@ -107,6 +107,10 @@ PCIE_AER_CODES: dict[str, str] = {
     "pcie_aer.counter_nonfatal": (
         "sysfs AER counters on the path count more non-fatal errors than the kernel log shows"
     ),
+    "pcie_aer.sysfs_vanished": (
+        "the sysfs folder of the GPU or a port on its path disappeared while its AER counters "
+        "were read (hot-unplug, fallen off the bus, a reset under way): they are unknown"
+    ),
 }
 
 PCIE_LINK_CODES: dict[str, str] = {
@@ -202,6 +206,7 @@ SEVERITY: dict[str, str] = {
     "pcie_aer.counter_nonfatal": "warning",
     "pcie_link.width_degraded": "warning",
     "pcie_link.sysfs_vanished": "unknown",
+    "pcie_aer.sysfs_vanished": "unknown",
     "memory_errors.remap_pending": "warning",
     "memory_errors.remap_failure": "critical",
     "memory_errors.retired_pages_pending": "warning",
@@ -224,6 +229,11 @@ _RESET_OR_REBOOT = (
     "reset the GPU (nvidia-smi -r) or reboot the node; if it recurs, inspect hardware"
 )
 
+_VANISHED_ACTION = (
+    "run `lspci -s <bus id>` and read the kernel log (pcie_aer, xid: fallen off the bus, Xid "
+    "79, surprise link down); if the device is gone, drain the node and reseat or replace it; "
+    "if it is back, rerun sitscheck"
+)
 ACTION: dict[str, str] = {
     "driver.absent": "install the NVIDIA driver, or run without GPU checks on a CPU node",
     "driver.not_loaded": "load the NVIDIA kernel module (modprobe nvidia) or reinstall it",
@@ -261,11 +271,8 @@ ACTION: dict[str, str] = {
         "reseat the GPU (and its riser or cable) and check the slot; look for AER errors on "
         "the upstream port; if the link stays narrow, replace the riser or RMA the GPU"
     ),
-    "pcie_link.sysfs_vanished": (
-        "run `lspci -s <bus id>` and read the kernel log (pcie_aer, xid: fallen off the bus, "
-        "Xid 79, surprise link down); if the device is gone, drain the node and reseat or "
-        "replace it; if it is back, rerun sitscheck"
-    ),
+    "pcie_link.sysfs_vanished": _VANISHED_ACTION,
+    "pcie_aer.sysfs_vanished": _VANISHED_ACTION,
     "memory_errors.remap_pending": (
         "drain the GPU and reset it so the remap takes effect; healthy once nothing is pending"
     ),

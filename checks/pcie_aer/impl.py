@@ -76,6 +76,8 @@ class PcieAerImpl:
                     counts[kind] = total
             if counts:
                 path.counters[bus] = counts
+            elif not sysfs.exists(folder):  # found a moment ago: gone mid-read
+                path.vanished.append((bus, folder))
         path.link_gen_max = parse_gen(sysfs.read_text(f"{ports[-1][1]}/max_link_speed"))
         return path
 

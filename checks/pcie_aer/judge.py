@@ -9,6 +9,7 @@ from typing import Any
 from sitscheck.gpus import GpuRef
 from sitscheck.kernlog.times import span_minutes
 from sitscheck.models import Device, Evidence, Finding, Severity
+from sitscheck.sysfs_vanished import vanished_finding
 
 from .parse import AerEvent
 
@@ -21,6 +22,7 @@ class GpuPath:
     ports: list[str]  # bus ids root port first, the GPU last
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # bus id -> counts
     link_gen_max: int | None = None
+    vanished: list[tuple[str, str]] = field(default_factory=list)  # (bus id, folder) gone
 
 
 def events_for(path: GpuPath, events: list[AerEvent]) -> list[AerEvent]:
@@ -68,6 +70,17 @@ def findings(paths: list[GpuPath], events: list[AerEvent], ref: str) -> list[Fin
         owned.update(id(e) for e in mine)
         out.extend(_uncorrectable(mine, path.gpu, path.ports, ref))
         out.extend(_counter_findings(path, mine))
+        gpu = Device(index=path.gpu.index, pci_bus_id=path.gpu.pci_bus_id)
+        out.extend(
+            vanished_finding(
+                code="pcie_aer.sysfs_vanished",
+                what="AER counters",
+                gpu=gpu,
+                bus_id=bus,
+                folder=folder,
+            )
+            for bus, folder in path.vanished
+        )
     strays = [e for e in events if id(e) not in owned]
     out.extend(_uncorrectable(strays, None, [], ref))
     return out

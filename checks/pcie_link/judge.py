@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.check import CheckOutput
-from sitscheck.codes import ACTION as ACTIONS
 from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
 from sitscheck.models import Evidence, Finding, Severity
+from sitscheck.sysfs_vanished import vanished_finding
 
 from .links import PortLink, Vanished, expected
 
@@ -68,7 +68,15 @@ def _sysfs_link(
 ) -> list[Evidence]:
     if isinstance(chain, Vanished):
         entry["sysfs_vanished"] = chain.bus_id
-        out.findings.append(_vanished_finding(gpu, chain))
+        out.findings.append(
+            vanished_finding(
+                code="pcie_link.sysfs_vanished",
+                what="PCIe link",
+                gpu=gpu.device(),
+                bus_id=chain.bus_id,
+                folder=chain.path,
+            )
+        )
         return []
     if chain is None or isinstance(chain, str):
         reason = chain or "no PCI bus id to find it by"
@@ -111,22 +119,6 @@ def _sysfs_link(
     if not any(p["width_current"] is not None for p in path):
         out.not_judged.append(f"GPU {gpu.index}: sysfs: no link width files on its path")
     return evidence
-
-
-def _vanished_finding(gpu: GpuView, vanished: Vanished) -> Finding:
-    role = "the GPU" if vanished.bus_id == gpu.pci_bus_id else f"port {vanished.bus_id} above it"
-    return Finding(
-        code="pcie_link.sysfs_vanished",
-        severity=Severity.UNKNOWN,
-        message=(
-            f"GPU {gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): the sysfs folder of "
-            f"{role} ({vanished.bus_id}) disappeared while its PCIe link was read: the link "
-            "state is unknown (hot-unplug, a device fallen off the bus, or a reset under way)"
-        ),
-        device=gpu.device(),
-        evidence=[Evidence(source="sysfs", ref=vanished.path, excerpt="folder no longer exists")],
-        action=ACTIONS["pcie_link.sysfs_vanished"].replace("<bus id>", vanished.bus_id),
-    )
 
 
 def _width_finding(gpu: GpuView, entry: dict[str, Any], evidence: list[Evidence]) -> Finding:

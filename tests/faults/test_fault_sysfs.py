@@ -70,4 +70,31 @@ def test_a_device_folder_vanishing_mid_read_is_unknown_naming_it(
     node: NodeSpec, vanishing: list[Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report, _ = run_live(node, monkeypatch.setattr)
-    assert_faulted(report, "pcie_link", GPU1, "disappeared while its PCIe link was read")
+    assert_faulted(report, "pcie_link", GPU1, "disappeared while sitscheck read its PCIe link")
+
+
+def test_a_device_folder_vanishing_while_aer_counters_are_read_is_named(
+    node: NodeSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone: list[Path] = []
+    read_text = FileTree.read_text
+
+    def vanish(self: FileTree, relative: str, limit: int = MAX_SMALL_FILE) -> str | None:
+        path = self.path(relative)
+        if not gone and path is not None and path.name == "aer_dev_correctable":
+            if path.parent.name == GPU1 and path.parent.exists():
+                shutil.rmtree(path.parent)
+                gone.append(path.parent)
+        text: str | None = read_text(self, relative, limit)
+        return text
+
+    monkeypatch.setattr(FileTree, "read_text", vanish)
+    report, _ = run_live(node, monkeypatch.setattr)
+
+    assert gone, "the fault never fired"
+    assert_complete(report)
+    assert_faulted(report, "pcie_aer", GPU1, "disappeared while sitscheck read its AER counters")
+    aer = result(report, "pcie_aer")
+    assert [(f.code, f.device.index if f.device else None) for f in aer.findings] == [
+        ("pcie_aer.sysfs_vanished", 1)
+    ]
