@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -84,25 +84,23 @@ def collect_snapshot(
         gpus.append(gpu)
     snapshot["gpus"] = gpus
     phases: dict[str, float] = {}
-    started = time.monotonic()
-    _each_gpu(gpus, handles, lambda g, h: _inventory(nvml, g, h))
-    phases["inventory_s"] = round(time.monotonic() - started, 3)
     snapshot["phases"] = phases
     if busy is not None:
         snapshot["load"] = busy()
-    # The GPU pairs (~19 ms each in the driver: 28 on 8 GPUs) are read while the GPUs are
-    # sampled, as are the counters read at both ends of the window (see window_counters).
-    pairs = threading.Thread(target=_read_pairs, args=(nvml, handles, snapshot), daemon=True)
+    # The window starts now, for every GPU: each GPU's thread takes its inventory, then
+    # samples until the common deadline. The slow readings (inventory calls, the GPU pairs,
+    # ~19 ms each, 28 on 8 GPUs; the counters read at both ends, see window_counters) are
+    # serialised across GPUs by the driver: inside the window they cost it no extra time.
     started = time.monotonic()
+    pairs = threading.Thread(target=_read_pairs, args=(nvml, handles, snapshot), daemon=True)
     pairs.start()
-    sampled = [g for g in gpus if g["index"] in handles and "lost" not in g]
+    deadline = started + max(window_s, 0.0)
+    live = [g for g in gpus if g["index"] in handles and "lost" not in g]
     window = _Window(
-        window_s,
-        interval_s,
-        threading.Lock(),
-        CounterSchedule(len(sampled), started, started + max(window_s, 0.0)),
+        deadline, interval_s, threading.Lock(), CounterSchedule(len(live), started, deadline)
     )
-    _each_gpu(gpus, handles, lambda g, h: _sample_gpu(nvml, g, h, window))
+    _each_gpu(gpus, handles, lambda g, h: _inventory_and_sample(nvml, g, h, window))
+    phases["inventory_s"] = round(max(window.inventoried.values(), default=started) - started, 3)
     phases["sampling_s"] = round(time.monotonic() - started, 3)
     pairs.join()
     return snapshot
@@ -287,14 +285,21 @@ def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
 class _Window:
     """The sampling window every GPU shares."""
 
-    seconds: float
+    deadline: float  # time.monotonic() at which every GPU's sampling ends
     interval_s: float
     gpm_lock: threading.Lock  # NVML's GPM calls crash when two GPUs' threads overlap
     counters: CounterSchedule
+    inventoried: dict[int, float] = field(default_factory=dict)  # GPU index -> when done
 
 
-def _sample_gpu(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
-    """Sample one GPU through the window while its counters are read on a second thread."""
+def _inventory_and_sample(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
+    """One GPU's thread: its inventory, then samples until the window's end while its
+    counters are read on a second thread."""
+    _inventory(nvml, gpu, handle)
+    window.inventoried[gpu["index"]] = time.monotonic()
+    if "lost" in gpu or nvml.stuck_at is not None:
+        window.counters.leave()  # no first reading: the others need not wait for it
+        return
     counters = threading.Thread(
         target=read_counters_in_window,
         args=(GpuRecorder(nvml, gpu), handle, window.counters),
@@ -307,11 +312,10 @@ def _sample_gpu(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -
 
 def _sample_window(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
     rec = GpuRecorder(nvml, gpu)
-    window_s, interval_s = window.seconds, window.interval_s
+    interval_s, deadline = window.interval_s, window.deadline
     gpm = _GpmSampler(rec, handle, window.gpm_lock)
     samples: list[dict[str, Any]] = []
     started = time.monotonic()
-    deadline = started + max(window_s, 0.0)
     gpm.take()
     io_due = started
     while True:

@@ -7,10 +7,10 @@ serialise on the driver's lock (two threads on two GPUs took 3.4× one thread on
 before and after the window, they cost ~70 ms per GPU twice, in series across GPUs: the
 snapshot grew by ~130 ms per GPU beyond the window (tools/device/nvml_fields_probe.py).
 
-So each GPU reads them on its own thread while its samples are taken: the first reading at
-the window's start; the last one started as long before the window's end as the first
-readings of all GPUs took together, so that it ends with the window. The interval between
-the two readings is recorded per GPU (`counters_s`); rates are per that interval.
+So each GPU reads them on its own thread while its samples are taken: the first reading early
+in the window; the last one started as long before the window's end as the first readings of
+all GPUs took (counted from the window's start), so that it ends with the window. The interval
+between the two readings is recorded per GPU (`counters_s`); rates are per that interval.
 """
 
 from __future__ import annotations
@@ -36,25 +36,26 @@ class CounterSchedule:
     """When each GPU's last reading starts: shared by the GPUs of one snapshot."""
 
     def __init__(self, parties: int, started: float, deadline: float) -> None:
-        self._barrier = threading.Barrier(max(parties, 1))
+        self._pending = parties
+        self._changed = threading.Condition()
         self.started = started
         self.deadline = deadline
 
+    def leave(self) -> None:
+        """This GPU's first reading is done, or it will make none (lost, failed)."""
+        with self._changed:
+            self._pending -= 1
+            self._changed.notify_all()
+
     def last_reading_at(self) -> float:
-        """Wait for every GPU's first reading; then: when to start the last one."""
-        try:
-            self._barrier.wait(timeout=max(self.deadline - time.monotonic(), 0.0))
-        except threading.BrokenBarrierError:  # a GPU that never came: no longer wait for it
-            pass
+        """Wait for every GPU's first reading (at most until the deadline); then: when to
+        start the last one, so that it ends with the window."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._pending <= 0, timeout=max(self.deadline - time.monotonic(), 0.0)
+            )
         now = time.monotonic()
         return max(self.deadline - (now - self.started), now)
-
-    def arrive_without_reading(self) -> None:
-        """A GPU whose reader failed before its first reading: release the others."""
-        try:
-            self._barrier.wait(timeout=0)
-        except threading.BrokenBarrierError:
-            pass
 
 
 def read_counters_in_window(rec: GpuRecorder, handle: Any, schedule: CounterSchedule) -> None:
@@ -62,9 +63,8 @@ def read_counters_in_window(rec: GpuRecorder, handle: Any, schedule: CounterSche
     gpu = rec.gpu
     try:
         first_at = _read(rec, handle, "start")
-    except BaseException:
-        schedule.arrive_without_reading()
-        raise
+    finally:
+        schedule.leave()
     pause = schedule.last_reading_at() - time.monotonic()
     if pause > 0:
         time.sleep(pause)
