@@ -18,6 +18,7 @@ from .config import SITE_DIR, RunConfig
 from .engine.cel import CelEnvironment
 from .engine.evaluate import evaluate_rules
 from .engine.loader import load_profiles, load_rules, rule_files
+from .engine.model import Profile, RuleSet
 from .models import CheckResult, Report
 from .profiles import select_profile
 from .registry import BrokenCheck, discover, select
@@ -97,16 +98,23 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     config = request.config
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
-    env = CelEnvironment()
     dirs = rules_dirs(config)
-    # Rule files are parsed and compiled while the checks run (a live run mostly waits on the
-    # sampling window); a broken rule file still fails the run, naming its file and line.
-    rules = Background(lambda: (load_rules(rule_files(dirs), env), load_profiles(dirs)))
+
+    def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
+        env = CelEnvironment()
+        return env, load_rules(rule_files(dirs), env), load_profiles(dirs)
+
+    # A live run compiles the rules while the checks run (it mostly waits on the sampling
+    # window). A replay has no window to hide them behind: on its threads the two only
+    # contend for the interpreter, and their memory peaks (the CEL parser and compiled rules;
+    # the checks' buffers, such as the kernel-log chunks) would add up, so it compiles after.
+    # A broken rule file still fails the run, naming its file and line.
+    background = Background(compile_rules) if request.bundle is None else None
     with open_sources(request, wrap) as sources:
         results = run_checks(interrupt.guard(selected_checks(config)), sources, config)
         driver = sources.driver()
         meta = sources.meta()
-    ruleset, profiles = rules.result()
+    env, ruleset, profiles = background.result() if background else compile_rules()
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
     verdicts = evaluate_rules(ruleset, results, profile, env, node)

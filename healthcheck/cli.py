@@ -7,17 +7,76 @@ commands that need them, so `sitscheck --help` and `--version` start fast.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
 from .errors import SitscheckError
 
 EXIT_UNKNOWN = 3
 
+
+def _defer_coercion(params: list[Any]) -> list[Any]:
+    """typer (0.2x) coerces every parameter through a pydantic TypeAdapter that it builds on
+    first use, even for an option not given (value None, such as `--help` itself): importing
+    pydantic and building the adapters was ~75 ms, half of `sitscheck checks`. Here each
+    parameter's coercion is built only when a value is given; an absent one takes typer's own
+    None rule (the values are the same)."""
+    deferred = _deferred_type()
+    if deferred is None:
+        return params
+    from typer.core import _TyperParameter
+
+    for param in params:
+        # private attributes: a typer that renamed them keeps its own coercion (no speed-up)
+        if not isinstance(param, _TyperParameter):
+            continue
+        info = getattr(param, "type_descriptor", None)
+        if info is None or getattr(param, "_runtime_param", False) is not None:
+            continue
+        param._runtime_param = deferred(info.parameter_info, info.annotation, param)
+    return params
+
+
+@cache
+def _deferred_type() -> type[Any] | None:
+    """A typer runtime parameter that builds the real one when a value comes; None for a typer
+    that coerces its own way (nothing to defer)."""
+    try:
+        from typer._coercion import RuntimeParam, build_runtime_param
+        from typer.core import _TyperParameter
+    except ImportError:
+        return None
+
+    @dataclass(frozen=True)
+    class Deferred(RuntimeParam):
+        param: _TyperParameter
+
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            built = build_runtime_param(self.param.type_descriptor)
+            self.param._runtime_param = built  # later values use it directly
+            return built._coerce_value(value, param=param, ctx=ctx)
+
+    return Deferred
+
+
+class _Group(TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _defer_coercion(super().get_params(ctx))
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _defer_coercion(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=_Group,
     add_completion=False,
     no_args_is_help=False,
     rich_markup_mode=None,
@@ -26,7 +85,7 @@ app = typer.Typer(
         "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown)."
     ),
 )
-rules_app = typer.Typer(help="Validate and list rule files.", rich_markup_mode=None)
+rules_app = typer.Typer(cls=_Group, help="Validate and list rule files.", rich_markup_mode=None)
 app.add_typer(rules_app, name="rules")
 
 CheckOpt = Annotated[
@@ -92,7 +151,7 @@ def main_callback(
         run()
 
 
-@app.command()
+@app.command(cls=_Command)
 def run(
     check: CheckOpt = None,
     skip: SkipOpt = None,
@@ -227,7 +286,7 @@ def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
     return build_config(site, overrides, str(config_path or "options"))
 
 
-@app.command()
+@app.command(cls=_Command)
 def daemon(
     interval: Annotated[float, typer.Option("--interval", help="Seconds between runs.")] = 300.0,
     output: OutputOpt = None,
@@ -260,7 +319,7 @@ def daemon(
     raise typer.Exit(_guarded(body))
 
 
-@app.command()
+@app.command(cls=_Command)
 def checks() -> None:
     """List the checks, one line each."""
 
@@ -278,7 +337,7 @@ def checks() -> None:
     raise typer.Exit(_guarded(body))
 
 
-@app.command()
+@app.command(cls=_Command)
 def collect(
     directory: Annotated[Path, typer.Argument(help="Folder to write the bundle into.")],
     sample_seconds: SampleOpt = None,
@@ -316,7 +375,7 @@ def collect(
     raise typer.Exit(_guarded(body))
 
 
-@rules_app.command("validate")
+@rules_app.command("validate", cls=_Command)
 def rules_validate(
     files: Annotated[list[Path] | None, typer.Argument(help="Rule files (default: all).")] = None,
 ) -> None:
@@ -333,7 +392,7 @@ def rules_validate(
     raise typer.Exit(_guarded(body))
 
 
-@rules_app.command("list")
+@rules_app.command("list", cls=_Command)
 def rules_list(
     rules: RulesOpt = None,
 ) -> None:
@@ -353,7 +412,7 @@ def rules_list(
     raise typer.Exit(_guarded(body))
 
 
-@app.command()
+@app.command(cls=_Command)
 def explain(code: str, rules: RulesOpt = None) -> None:
     """Print what a rule id, xid.N / sxid.N or finding code means, its evidence and action."""
 
@@ -368,7 +427,7 @@ def explain(code: str, rules: RulesOpt = None) -> None:
     raise typer.Exit(_guarded(body))
 
 
-@app.command()
+@app.command(cls=_Command)
 def schema() -> None:
     """Print the JSON Schema of the JSON report."""
     from .report.json_report import report_schema

@@ -7,9 +7,9 @@ one bad plugin never takes the run down.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 
 from .check import Check
+from .plugins import EntryPointLike, entry_points
 
 GROUP = "sitscheck.checks"
 
@@ -23,7 +23,7 @@ class BrokenCheck:
 def discover(group: str = GROUP) -> list[Check | BrokenCheck]:
     found: list[Check | BrokenCheck] = []
     seen: set[str] = set()
-    for entry in sorted(entry_points(group=group), key=lambda e: e.name):
+    for entry in sorted(entry_points(group), key=lambda e: e.name):
         if entry.name in seen:
             continue
         seen.add(entry.name)
@@ -31,7 +31,7 @@ def discover(group: str = GROUP) -> list[Check | BrokenCheck]:
     return found
 
 
-def _load(entry: EntryPoint) -> Check | BrokenCheck:
+def _load(entry: EntryPointLike) -> Check | BrokenCheck:
     try:
         target = entry.load()
         check = target() if isinstance(target, type) else target

@@ -37,10 +37,14 @@ def evaluate_rules(
     node: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
-    base = without_nulls(build_activation(results, profile, params, node or {}))
-    node_scope = Scope(env.to_cel(base), None)
+    # The node's activation is converted to CEL values once; each GPU's scope shares it and
+    # adds only `gpu` (converting the whole node again per GPU cost ~20 ms and ~1 MB a GPU).
+    node_activation = env.to_cel(
+        without_nulls(build_activation(results, profile, params, node or {}))
+    )
+    node_scope = Scope(node_activation, None)
     gpu_scopes = [
-        Scope(env.to_cel({**base, "gpu": without_nulls(gpu)}), _device(gpu))
+        Scope(env.with_name(node_activation, "gpu", without_nulls(gpu)), _device(gpu))
         for gpu in gpu_views(results)
     ]
     by_name = {r.name: r for r in results}

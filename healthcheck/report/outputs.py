@@ -15,11 +15,11 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
+from ..plugins import entry_points
 
 Renderer = Callable[[Report, bool], str]
 REPORT_FILE_MODE = 0o640
@@ -69,11 +69,12 @@ def renderer_for(name: str) -> Renderer:
         from .prom import render_prom
 
         return render_prom
-    for entry in entry_points(group="sitscheck.reporters"):
+    reporters = entry_points("sitscheck.reporters")
+    for entry in reporters:
         if entry.name == name:
             loaded: Renderer = entry.load()
             return loaded
-    plugins = sorted(e.name for e in entry_points(group="sitscheck.reporters"))
+    plugins = sorted(e.name for e in reporters)
     known = ["table", "text", "json", "junit", "npd", "prom", *plugins]
     raise ConfigError(f"unknown output {name!r} (known: {', '.join(known)})")
 
