@@ -26,7 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from sitscheck.kernlog.lines import Anchor, KernelLine
+from sitscheck.kernlog.chunks import Anchor
+from sitscheck.kernlog.lines import KernelLine
 
 __all__ = [
     "AER_ANCHORS",

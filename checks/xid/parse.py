@@ -25,7 +25,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sitscheck.kernlog.lines import Anchor, KernelLine
+from sitscheck.kernlog.chunks import Anchor
+from sitscheck.kernlog.lines import KernelLine
 
 __all__ = ["XID_ANCHORS", "XidEvent", "might_be_xid", "parse_xid"]
 

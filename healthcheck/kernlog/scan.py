@@ -6,16 +6,25 @@ log with few matches costs little more than reading it; only candidate lines are
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from io import FileIO
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, AerEvent, might_be_aer, parse_aer
 from ..checks.xid.parse import XID_ANCHORS, XidEvent, might_be_xid, parse_xid
-from ..sources.base import Sources
-from .lines import KernelLine, iter_candidate_lines, iter_kernel_lines
+from .chunks import Chunk, iter_candidate_lines
+from .lines import KernelLine, iter_kernel_lines
 
-CHUNK_BYTES = 8 * 1024 * 1024
+if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
+    from ..sources.base import Sources
+
+# One buffer, refilled: small enough to stay in the CPU's cache while it is counted, decoded
+# and searched (`iter_candidate_lines` passes over it several times), large enough that the
+# per-chunk work in Python does not show.
+CHUNK_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -53,15 +62,28 @@ def scan_file(path: Path) -> tuple[int, list[AerEvent], list[XidEvent]]:
     """The same as `scan_lines` over a file: its chunks are searched for the parsers' anchors
     in C (`iter_candidate_lines`), so only lines near a match reach Python."""
     counter = _ChunkCounter()
-    with path.open("rb") as handle:
+    with path.open("rb", buffering=0) as handle:
         found = iter_candidate_lines(
-            counter.count(iter(lambda: handle.read(CHUNK_BYTES), b"")),
+            counter.count(_read_chunks(handle)),
             AER_ANCHORS + XID_ANCHORS,
             head_lines=HEAD_LINES,
         )
         wanted = (raw for raw in found if might_be_aer(raw) or might_be_xid(raw))
         candidates = list(iter_kernel_lines(wanted))
     return counter.lines, parse_aer(candidates), parse_xid(candidates)
+
+
+def _read_chunks(handle: FileIO) -> Iterator[bytearray]:
+    """The file in CHUNK_BYTES pieces, all read into one buffer: each piece is searched before
+    the next is read (`iter_candidate_lines` copies what it keeps), so nothing is allocated per
+    chunk. The kernel is told the file is read once, front to back."""
+    try:
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+    except (AttributeError, OSError):  # not on every platform and file system
+        pass
+    buf = bytearray(CHUNK_BYTES)
+    while size := handle.readinto(buf):
+        yield buf if size == len(buf) else buf[:size]
 
 
 class _ChunkCounter:
@@ -73,7 +95,7 @@ class _ChunkCounter:
     def lines(self) -> int:
         return self.newlines + (1 if self.unterminated else 0)
 
-    def count(self, chunks: Iterable[bytes]) -> Iterable[bytes]:
+    def count(self, chunks: Iterable[Chunk]) -> Iterable[Chunk]:
         for chunk in chunks:
             self.newlines += chunk.count(b"\n")
             self.unterminated = not chunk.endswith(b"\n")

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sitscheck.kernlog.needles as needles_module
+import sitscheck.kernlog.scan as scan
 from corpus_paths import corpus_root
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
-from sitscheck.kernlog.lines import Anchor, KernelLine, iter_candidate_lines, iter_kernel_lines
+from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,28 @@ def test_bulk_prefilter_keeps_every_line_the_parser_needs(
     chunks = [data[at : at + 61] for at in range(0, len(data), 61)]
     kept = list(iter_candidate_lines(chunks, spec.anchors, head_lines=spec.head_lines))
     assert spec.facts(kept) == spec.facts(data.decode().splitlines())
+
+
+def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample in one log, apart by enough other lines that its chunks are searched in
+    bulk (`NeedleFinder`), cut anywhere in a line: the same as one chunk searched with
+    `bytes.find`, and the lines counted as `scan_lines` counts them."""
+    filler = [f"[{n:6d}.000000] usb 1-4: new high-speed USB device number {n}" for n in range(900)]
+    lines: list[str] = []
+    for kind in sorted(KINDS):
+        for sample in sorted((corpus / kind).glob("*.txt")):
+            lines += sample.read_text().splitlines() + filler
+    path = tmp_path / "kern.log"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 70_001)
+    bulk = scan.scan_file(path)
+    monkeypatch.setattr(scan, "CHUNK_BYTES", path.stat().st_size)
+    monkeypatch.setattr(needles_module, "BULK_BYTES", path.stat().st_size + 1)
+    assert bulk == scan.scan_file(path)
+    assert bulk[0] == len(lines)
+    assert len(bulk[1]) >= KINDS["aer"].minimum and len(bulk[2]) >= KINDS["xid"].minimum
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

@@ -30,7 +30,8 @@ from sitscheck.daemon.state import STATE_FILE, load_state
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import BundleError, ConfigError, RuleError
-from sitscheck.kernlog.lines import iter_candidate_lines, iter_kernel_lines
+from sitscheck.kernlog.chunks import iter_candidate_lines
+from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.scan import scan_lines
 from sitscheck.smi.dmon import parse_dmon_result
 from sitscheck.smi.list_gpus import parse_list_gpus

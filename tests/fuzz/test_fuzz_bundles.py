@@ -27,7 +27,7 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES
 from sitscheck.checks.xid.parse import XID_ANCHORS
 from sitscheck.config import RunConfig
-from sitscheck.kernlog.lines import iter_candidate_lines
+from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.sources import artifacts as names
 
 EXAMPLES = int(os.environ.get("SITSCHECK_FUZZ_EXAMPLES", "150"))

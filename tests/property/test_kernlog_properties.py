@@ -8,16 +8,18 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable, Iterable, Iterator
+from unittest.mock import patch
+
+import pytest
+import sitscheck.kernlog.needles as needles_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
-from sitscheck.kernlog.lines import (
-    Anchor,
-    iter_candidate_lines,
-    iter_kernel_lines,
-    split_kernel_line,
-)
+from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
 
 # Message bodies as the kernel prints them (no log-tool prefix).
 AER_REPORTS: list[list[str]] = [
@@ -341,6 +343,136 @@ def test_candidate_lines_match_a_line_by_line_reference(
     edges = sorted({min(cut, len(data)) for cut in cuts})
     chunks = [data[a:b] for a, b in zip([0, *edges], [*edges, len(data)], strict=True)]
     assert list(iter_candidate_lines(chunks, anchors)) == _reference_candidates(data, anchors)
+
+
+# The bulk search (`NeedleFinder`: needles found through a pair of their bytes in the region
+# decoded as UTF-16, else with `re`) normally takes regions of BULK_BYTES and more. Here it takes
+# every region, each needle searched through the pair `choice` picks (or all with `re`), over
+# bytes that break the decoding (surrogates D8-DF, which are errors or join two units) or are
+# not ASCII, fed as chunks of any size or as one buffer refilled like `scan_file`'s.
+_BULK_PIECES = [
+    *(b"AER", b"Xid", b"NVRM", b"[Hardware Error]", b"Xi", b"d", b"ER", b"A", b"RM", b"NV"),
+    *(b"Ha", b"\xd8", b"\xdc", b"\xd8\x00\xdc", b"\x00", b"\xff", "ünï".encode(), b"x", b" "),
+]
+_BULK_ANCHORS = [
+    Anchor(b"AER", after=2),
+    Anchor(b"Xid"),
+    Anchor(b"NVRM", before=1),
+    Anchor(b"[Hardware Error]", after=1),
+]
+
+
+def _search_pairs(choice: int) -> Callable[..., dict[bytes, tuple[int, str]]]:
+    """A `NeedleFinder._tune` that has each needle searched through its pair number `choice`
+    (modulo how many it has); with -1, every needle with `re`."""
+
+    def tune(finder: needles_module.NeedleFinder, *_: object) -> dict[bytes, tuple[int, str]]:
+        pairs: dict[bytes, tuple[int, str]] = {}
+        for needle in finder.needles if choice >= 0 else ():
+            offset = choice % (len(needle) - 1)
+            pairs[needle] = (offset, needle[offset : offset + 2].decode("utf-16-le"))
+        return pairs
+
+    return tune
+
+
+def _refilled(chunks: Iterable[bytes]) -> Iterator[bytearray]:
+    """The chunks through one buffer, resized to each (which fails while a view of it is held)."""
+    buf = bytearray()
+    for chunk in chunks:
+        buf[:] = chunk
+        yield buf
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.lists(st.sampled_from(_BULK_PIECES), max_size=12).map(b"".join), max_size=40),
+    size=st.integers(min_value=1, max_value=400),
+    choice=st.integers(min_value=-1, max_value=15),
+    refill=st.booleans(),
+)
+def test_bulk_search_matches_a_line_by_line_reference(
+    lines: list[bytes], size: int, choice: int, refill: bool
+) -> None:
+    data = b"\n".join(lines) + b"\n"
+    chunks = [data[at : at + size] for at in range(0, len(data), size)]
+    with (
+        patch.object(needles_module, "BULK_BYTES", 0),
+        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(choice)),
+    ):
+        got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
+    assert got == _reference_candidates(data, _BULK_ANCHORS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.lists(st.sampled_from(_BULK_PIECES), max_size=60).map(b"".join),
+    lo=st.integers(min_value=0, max_value=300),
+    hi=st.integers(min_value=0, max_value=300),
+    choice=st.integers(min_value=-1, max_value=15),
+)
+def test_bulk_search_finds_every_needle_in_the_region(
+    data: bytes, lo: int, hi: int, choice: int
+) -> None:
+    needles = [anchor.needle for anchor in _BULK_ANCHORS]
+    with (
+        patch.object(needles_module, "BULK_BYTES", 0),
+        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(choice)),
+    ):
+        found = needles_module.NeedleFinder(needles).find(bytearray(data), lo, hi)
+    assert found == {
+        needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
+        for needle in needles
+    }
+
+
+def _big_log(lines: int, seed: int) -> bytes:
+    """A log with needles (and their pairs alone) at every offset, some lines not ASCII."""
+    rng = random.Random(seed)
+    words = [b"usb", b"eth0:", b"AE", b"Xi", b"ER", b"RM", b"link", b"[ 12.5]", "й".encode()]
+    needles = [anchor.needle for anchor in _BULK_ANCHORS]
+    out = []
+    for n in range(lines):
+        row = b" ".join(rng.choice(words) for _ in range(rng.randrange(4, 16)))
+        if n % 97 == 0:
+            at = rng.randrange(len(row) + 1)
+            row = row[:at] + rng.choice(needles) + row[at:]
+        out.append(row)
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("size", [needles_module.BULK_BYTES, 300_001, 1 << 20])
+def test_bulk_search_at_its_real_size_matches_the_reference(size: int) -> None:
+    data = _big_log(25_000, seed=size)
+    chunks = [data[at : at + size] for at in range(0, len(data), size)]
+    got = list(iter_candidate_lines(_refilled(chunks), _BULK_ANCHORS))
+    assert got == _reference_candidates(data, _BULK_ANCHORS)
+    assert len(got) > 250
+
+
+@pytest.mark.parametrize(
+    ("filler", "why"),
+    [(b"Xi Xi Xi Xi Xi", "the pair is too common"), (b"a\xd8\xdcb", "no units: surrogates")],
+)
+def test_bulk_search_falls_back_to_re(filler: bytes, why: str) -> None:
+    data = b"".join((b"NVRM: Xid 79\n" if n % 500 == 7 else filler + b"\n") for n in range(20_000))
+    literal = []
+    original = needles_module.NeedleFinder._literal_hits
+
+    def spy(
+        finder: needles_module.NeedleFinder, buf: bytes, needle: bytes, lo: int, hi: int
+    ) -> list[int]:
+        literal.append(needle)
+        return original(finder, buf, needle, lo, hi)
+
+    with (
+        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(0)),
+        patch.object(needles_module.NeedleFinder, "_literal_hits", spy),
+    ):
+        got = list(iter_candidate_lines([data], _BULK_ANCHORS))
+    assert got == _reference_candidates(data, _BULK_ANCHORS), why
+    assert b"Xid" in literal, why
+    assert len(got) == 80  # 40 hits, each with the line before it
 
 
 @settings(max_examples=150)

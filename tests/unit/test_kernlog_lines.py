@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sitscheck.kernlog.lines import (
-    Anchor,
-    KernelLine,
-    iter_candidate_lines,
-    iter_kernel_lines,
-    split_kernel_line,
-)
+from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
 
 MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
 

@@ -23,18 +23,34 @@ LEGACY = {  # per-lane field ids, L0-L5 then L6-L11
     "replay": list(range(46, 52)) + list(range(108, 114)),
     "recovery": list(range(53, 59)) + list(range(114, 120)),
 }
-SCOPED = {"dl_replay": 161, "dl_recovery": 162, "dl_crc": 163, "speed": 164, "state": 165,
-          "version": 166, "remote_link_id": 146}
-TOTALS = {"crc_flit_total": 38, "crc_data_total": 45, "replay_total": 52,
-          "recovery_total": 59, "link_count": 91, "ecc_data_total": 160,
-          "pcie_replay": 94, "mem_temp": 82, "recovery_action": 230}
+SCOPED = {
+    "dl_replay": 161,
+    "dl_recovery": 162,
+    "dl_crc": 163,
+    "speed": 164,
+    "state": 165,
+    "version": 166,
+    "remote_link_id": 146,
+}
+TOTALS = {
+    "crc_flit_total": 38,
+    "crc_data_total": 45,
+    "replay_total": 52,
+    "recovery_total": 59,
+    "link_count": 91,
+    "ecc_data_total": 160,
+    "pcie_replay": 94,
+    "mem_temp": 82,
+    "recovery_action": 230,
+}
 
 
 def number(entry: Any) -> Any:
     if entry.nvmlReturn != 0:
         return f"err{entry.nvmlReturn}"
     member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}.get(
-        entry.valueType, "ullVal")
+        entry.valueType, "ullVal"
+    )
     return getattr(entry.value, member)
 
 
@@ -96,11 +112,15 @@ def fields(h: Any) -> dict[str, Any]:
         }
     # do legacy per-lane ids honour a scope? (lane 0 id with scopeId=link)
     values = api(N.nvmlDeviceGetFieldValues, h, [(39, link) for link in range(LINKS)])
-    result["crc_data_L0_scoped"] = values if isinstance(values, str) else [
-        number(v) for v in values]
+    result["crc_data_L0_scoped"] = (
+        values if isinstance(values, str) else [number(v) for v in values]
+    )
     values = api(N.nvmlDeviceGetFieldValues, h, list(TOTALS.values()))
-    result["totals"] = values if isinstance(values, str) else {
-        name: number(values[i]) for i, name in enumerate(TOTALS)}
+    result["totals"] = (
+        values
+        if isinstance(values, str)
+        else {name: number(values[i]) for i, name in enumerate(TOTALS)}
+    )
     return result
 
 
@@ -111,6 +131,7 @@ def overlap(handles: list[Any], calls: int = 200) -> dict[str, Any]:
                 N.nvmlDeviceGetNvLinkErrorCounter(h, i % LINKS, 3)
             except N.NVMLError:
                 pass
+
     started = time.perf_counter()
     work(handles[0])
     one = time.perf_counter() - started
@@ -121,8 +142,11 @@ def overlap(handles: list[Any], calls: int = 200) -> dict[str, Any]:
     for t in threads:
         t.join()
     many = time.perf_counter() - started
-    return {"calls_per_gpu": calls, "one_gpu_s": round(one, 4),
-            f"{len(handles)}_gpus_threads_s": round(many, 4)}
+    return {
+        "calls_per_gpu": calls,
+        "one_gpu_s": round(one, 4),
+        f"{len(handles)}_gpus_threads_s": round(many, 4),
+    }
 
 
 def main() -> int:
@@ -150,14 +174,25 @@ def main() -> int:
         timed("PcieReplayCounter", N.nvmlDeviceGetPcieReplayCounter, h),
         timed("PcieThroughput", N.nvmlDeviceGetPcieThroughput, h, 0, n=5),
         timed("FieldValues[1]", N.nvmlDeviceGetFieldValues, h, [82]),
-        timed("FieldValues[5x18 scoped]", N.nvmlDeviceGetFieldValues, h,
-              [(f, link) for f in (161, 162, 163, 165, 166) for link in range(LINKS)], n=20),
-        timed("FieldValues[48 legacy]", N.nvmlDeviceGetFieldValues, h,
-              [fid for ids in LEGACY.values() for fid in ids], n=20),
+        timed(
+            "FieldValues[5x18 scoped]",
+            N.nvmlDeviceGetFieldValues,
+            h,
+            [(f, link) for f in (161, 162, 163, 165, 166) for link in range(LINKS)],
+            n=20,
+        ),
+        timed(
+            "FieldValues[48 legacy]",
+            N.nvmlDeviceGetFieldValues,
+            h,
+            [fid for ids in LEGACY.values() for fid in ids],
+            n=20,
+        ),
         timed("Name", N.nvmlDeviceGetName, h),
         timed("PciInfo", N.nvmlDeviceGetPciInfo, h),
-        timed("TopologyCommonAncestor", N.nvmlDeviceGetTopologyCommonAncestor, h,
-              handles[-1], n=10),
+        timed(
+            "TopologyCommonAncestor", N.nvmlDeviceGetTopologyCommonAncestor, h, handles[-1], n=10
+        ),
     ]
     report["overlap"] = overlap(handles)
     json.dump(report, sys.stdout, indent=1, default=str)

@@ -1,0 +1,157 @@
+"""The lines of a large kernel log worth parsing, found without looking at every line.
+
+A log is read in chunks; each chunk is searched in C for the anchors' needles (`needles`), and
+only the lines holding one (with the neighbours an anchor asks for, and the log's first lines)
+are decoded and handed on. Pure: bytes in, text lines out.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .needles import Chunk, NeedleFinder
+
+__all__ = ["Anchor", "Chunk", "iter_candidate_lines"]
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A substring that marks a wanted line, and how many neighbouring lines come with it."""
+
+    needle: bytes
+    before: int = 0
+    after: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.needle:
+            raise ValueError("an anchor's needle must not be empty")
+
+
+MAX_TAIL = 64 * 1024
+
+
+def iter_candidate_lines(
+    chunks: Iterable[Chunk], anchors: Sequence[Anchor], *, head_lines: int = 0
+) -> Iterator[str]:
+    """The lines of a byte stream (read in chunks of any size) that contain an anchor's needle,
+    plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
+    tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
+
+    Needles are found in C over whole chunks (`NeedleFinder`), so a large log with few matches
+    costs little more than reading it; chunks are searched in place (anchors without `before`
+    need no copy of them), and a chunk may be a buffer the caller refills once the lines of it
+    have been taken. Only one chunk and the lines kept are held in memory.
+    """
+    scan = _ChunkScan(anchors)
+    scan.owed = head_lines
+    tail = b""
+    for chunk in chunks:
+        first_end = chunk.find(b"\n") + 1
+        if not first_end:
+            # A line with no break yet: keep at most MAX_TAIL bytes of it (a log without line
+            # breaks must not grow memory with its size, nor be copied over and over).
+            tail = (tail + chunk)[:MAX_TAIL] if len(tail) < MAX_TAIL else tail
+            continue
+        start = 0
+        if tail:
+            joined = tail + chunk[:first_end]
+            yield from scan.lines(joined, 0, len(joined))
+            start = first_end
+        stop = chunk.rfind(b"\n") + 1
+        if stop > start:
+            yield from scan.lines(chunk, start, stop)
+        tail = bytes(chunk[stop:])
+    last = tail + b"\n" if tail else b""
+    yield from scan.lines(last, 0, len(last), final=True)
+
+
+class _ChunkScan:
+    """Scans the whole lines buf[start:stop] of each chunk. The last `before` lines wait for the
+    next chunk (a hit there may want them); `after` lines still owed at the end carry over."""
+
+    def __init__(self, anchors: Sequence[Anchor]) -> None:
+        self.anchors = anchors
+        self.finder = NeedleFinder([anchor.needle for anchor in anchors])
+        self.keep = max((anchor.before for anchor in anchors), default=0)
+        self.owed = 0
+        self.held = b""
+        self.held_ranges: list[tuple[int, int]] = []
+
+    def lines(self, buf: Chunk, start: int, stop: int, final: bool = False) -> list[str]:
+        base = start
+        if self.held:
+            buf = self.held + buf[start:stop]
+            base, start, stop = len(self.held), 0, len(self.held) + stop - start
+        ranges = self.held_ranges + self._ranges(buf, start, base, stop)
+        cut = stop if final or not self.keep else _back_lines(buf, start, stop, self.keep)
+        out: list[str] = []
+        sent = start
+        carried: list[tuple[int, int]] = []
+        for first, last in sorted(ranges):
+            first = max(first, sent)
+            if last <= first:
+                continue
+            if last > cut:
+                carried.append((max(first, cut) - cut, last - cut))
+            if min(last, cut) > first:
+                out.extend(_decode_lines(buf[first : min(last, cut)]))
+            sent = last
+        self.held = bytes(buf[cut:stop])
+        self.held_ranges = carried
+        return out
+
+    def _ranges(self, buf: Chunk, floor: int, base: int, stop: int) -> list[tuple[int, int]]:
+        """Byte ranges wanted for hits in buf[base:stop] (windows reach back to `floor`); sets
+        the `after` lines still owed."""
+        ranges: list[tuple[int, int]] = []
+        owed = 0
+        if self.owed:
+            end, done = _skip_lines(buf, base, stop, self.owed)
+            ranges.append((base, end))
+            owed = self.owed - done
+        found = self.finder.find(buf, base, stop)
+        for anchor in self.anchors:
+            hits = found[anchor.needle]
+            index = 0
+            while index < len(hits):
+                at = hits[index]
+                line_end = buf.find(b"\n", at, stop) + 1
+                line_start = buf.rfind(b"\n", base, at) + 1 or base
+                first = _back_lines(buf, floor, line_start, anchor.before)
+                index = bisect_left(hits, line_end, index + 1)  # the first hit on a later line
+                if index == len(hits):
+                    last, done = _skip_lines(buf, line_end, stop, anchor.after)
+                    owed = max(owed, anchor.after - done)
+                else:  # the next hit's window covers the rest: this one may stop at its line
+                    following_start = buf.rfind(b"\n", line_end, hits[index]) + 1 or line_end
+                    last, _ = _skip_lines(buf, line_end, following_start, anchor.after)
+                ranges.append((first, last))
+        self.owed = owed
+        return ranges
+
+
+def _decode_lines(block: Chunk) -> Iterator[str]:
+    for line in block.split(b"\n")[:-1]:
+        yield line.decode("utf-8", "replace")
+
+
+def _back_lines(buf: Chunk, floor: int, line_start: int, count: int) -> int:
+    """Start of the line `count` lines above the one at `line_start`, not before `floor`."""
+    first = line_start
+    for _ in range(count):
+        if first <= floor:
+            return floor
+        first = buf.rfind(b"\n", floor, first - 1) + 1 or floor
+    return first
+
+
+def _skip_lines(buf: Chunk, start: int, stop: int, count: int) -> tuple[int, int]:
+    """End of the `count` lines from `start` (fewer before `stop`), and how many there were."""
+    end = start
+    done = 0
+    while done < count and end < stop:
+        end = buf.find(b"\n", end, stop) + 1
+        done += 1
+    return end, done

@@ -1,0 +1,50 @@
+"""sitscheck.kernlog.scan: `scan_file` (chunks searched in C) gives what `scan_lines` (every
+line in Python) gives, over a file of many chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sitscheck.kernlog.scan as scan
+
+REPORT = [
+    "[ 5.100000] pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
+    "[ 5.100000] nvidia 0000:19:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
+    " (Receiver ID)",
+    "[ 5.100000] nvidia 0000:19:00.0:   device [10de:2335] error status/mask=00000001/0000e000",
+    "[ 5.100000] nvidia 0000:19:00.0:    [ 0] RxErr                  (First)",
+]
+XID = "[ 6.200000] NVRM: Xid (PCI:0000:19:00): 79, pid=1234, name=python3, GPU has fallen off"
+SXID = "[ 6.300000] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 32 MINION"
+FILLER = [
+    "[ 7.000000] EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode.",
+    "[ 7.000001] IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready",
+    "[ 7.000002] Сен 19 журнал: ünïcödé",
+]
+
+
+def _log(lines: int) -> list[str]:
+    out: list[str] = []
+    for n in range(lines):
+        if n % 1000 == 0:
+            out += REPORT
+        elif n % 1000 == 500:
+            out += [XID, SXID]
+        else:
+            out.append(FILLER[n % len(FILLER)])
+    return out
+
+
+@pytest.mark.parametrize("newline_at_end", [True, False])
+def test_scan_file_gives_what_scan_lines_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline_at_end: bool
+) -> None:
+    monkeypatch.setattr(scan, "CHUNK_BYTES", 100_003)  # lines straddle every chunk boundary
+    lines = _log(20_000)
+    path = tmp_path / "kern.log"
+    path.write_text("\n".join(lines) + ("\n" if newline_at_end else ""))
+    assert path.stat().st_size > 10 * scan.CHUNK_BYTES
+    count, aer, xid = scan.scan_file(path)
+    assert (count, aer, xid) == scan.scan_lines(lines)
+    assert (count, len(aer), len(xid)) == (len(lines), 20, 40)
