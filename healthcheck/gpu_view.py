@@ -35,6 +35,9 @@ from .sources.nvml_record import normalise_bus_id
 
 NVML = "nvml"
 SMI = "nvidia-smi"
+# The shortest interval between two counter readings over which a rate is computed: a
+# measurement floor, not a health threshold (those are rule params).
+MIN_RATE_WINDOW_S = 1.0
 
 # States that mean the reading failed: the check that needs it cannot decide (UNKNOWN).
 FAULT_STATES = frozenset({"error", "timeout"})
@@ -221,6 +224,20 @@ class GpuView:
         if isinstance(value, int | float) and value > 0:
             return float(value)
         return self.window_s
+
+    def rate_window_s(self) -> tuple[float | None, str | None]:
+        """`counter_window_s` when a rate over it means something, else (None, why): a handful
+        of counts over a few milliseconds (`--sample-seconds 0`) is no rate of errors per
+        second or minute. Growth itself is still judged by the callers."""
+        window = self.counter_window_s
+        if window is None:
+            return None, "the counters were read once, not at both ends of a sampling window"
+        if window < MIN_RATE_WINDOW_S:
+            return None, (
+                f"the counters were read only {window:g} s apart (a rate needs "
+                f"{MIN_RATE_WINDOW_S:g} s or more: --sample-seconds)"
+            )
+        return window, None
 
     def get(self, *path: str) -> Any:
         """The value at a path into the record (`get("pcie", "width_current")`), or None."""

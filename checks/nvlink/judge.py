@@ -111,15 +111,18 @@ def _errors(
                 **{"error.type": f"nvlink_{counter}", "hw.type": "gpu"},
             )
         )
-    window = gpu.counter_window_s
-    if not have_end or window is None:
+    if not have_end or gpu.counter_window_s is None:
         out.not_judged.append(
             f"GPU {gpu.index}: NVLink error growth: the counters were read once, "
             "not at both ends of the sampling window"
         )
         return
     entry["errors_delta"] = growth
-    entry["errors_per_s"] = {c: round(n / window, 3) for c, n in growth.items()}
+    window, why_not = gpu.rate_window_s()
+    if window is None:
+        out.not_judged.append(f"GPU {gpu.index}: NVLink error rates: {why_not}")
+    else:
+        entry["errors_per_s"] = {c: round(n / window, 3) for c, n in growth.items()}
     if grew:
         out.findings.append(
             Finding(
@@ -127,7 +130,7 @@ def _errors(
                 severity=Severity.CRITICAL,
                 message=(
                     f"GPU {gpu.index}: NVLink replay/recovery errors during the "
-                    f"{window} s window: {', '.join(grew[:8])}"
+                    f"{gpu.counter_window_s} s window: {', '.join(grew[:8])}"
                     + (f" (and {len(grew) - 8} more)" if len(grew) > 8 else "")
                 ),
                 device=gpu.device(),

@@ -172,8 +172,7 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     out.metrics.append(
         gpu.metric("hw.errors", total, "{error}", **{"error.type": "pcie_replay", "hw.type": "gpu"})
     )
-    window = gpu.counter_window_s
-    if start is None or end is None or window is None:
+    if start is None or end is None or gpu.counter_window_s is None:
         out.not_judged.append(
             f"GPU {gpu.index}: PCIe replay rate: needs the counter read at both ends of a "
             f"sampling window (NVML); {gpu.source} gave one reading"
@@ -181,6 +180,10 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         return
     delta = max(end - start, 0.0)
     entry["replay_delta"] = int(delta)
+    window, why_not = gpu.rate_window_s()
+    if window is None:
+        out.not_judged.append(f"GPU {gpu.index}: PCIe replay rate: {why_not}")
+        return
     entry["replay_window_s"] = window
     entry["replay_per_min"] = round(delta * 60.0 / window, 3)
     out.metrics.append(

@@ -264,8 +264,18 @@ def test_counter_rates_are_per_the_interval_between_the_two_readings() -> None:
     replay = pcie.facts["gpus"][0]
     assert replay["replay_window_s"] == 2.0 and replay["replay_per_min"] == 120.0
     del gpu["counters_s"]  # a bundle from before: the window it was read across
-    old = judge_nvlink(fleet_from_snapshot(recording, "nvml.json"))
+    old = judge_nvlink(fleet_from_snapshot(copy.deepcopy(recording), "nvml.json"))
     assert old.facts["gpus"][0]["errors_per_s"]["crc_data"] == 10.0
+    # read a few ms apart (--sample-seconds 0): growth is kept, a rate is not made up
+    gpu["counters_s"] = 0.02
+    gpu["nvlink"][0]["errors_end"]["replay"] = gpu["nvlink"][0]["errors"]["replay"] + 1
+    brief = judge_nvlink(fleet_from_snapshot(copy.deepcopy(recording), "nvml.json"))
+    facts = brief.facts["gpus"][0]
+    assert "errors_per_s" not in facts and facts["errors_delta"]["crc_data"] == 30
+    assert [f.code for f in brief.findings] == ["nvlink.errors_grew"]
+    assert any("only 0.02 s apart" in note for note in brief.not_judged)
+    short = judge_pcie(fleet_from_snapshot(recording, "nvml.json"), {}).facts["gpus"][0]
+    assert short["replay_delta"] == 4 and "replay_per_min" not in short
 
 
 def test_nvlink_not_supported_is_not_zero_links() -> None:
