@@ -814,46 +814,30 @@ _KNOWN_SEVERITY: dict[str | None, Severity] = {
 }
 
 
+@dataclass(slots=True)
 class _Draft:
-    """An event whose severity is provisional (`_UNCORRECTABLE` or None) until
+    """An event in the making: `item()` is the event once its severity is known, else the
+    draft, whose severity is provisional (`_UNCORRECTABLE` or None) until
     `_resolve_severities` takes it from the reports around it."""
 
-    __slots__ = (
-        "bits",
-        "device",
-        "multiple",
-        "reporter",
-        "severity",
-        "status",
-        "time",
-        "type",
-        "vendor_device",
-    )
+    time: str | None
+    reporter: str | None
+    device: str | None
+    vendor_device: str | None
+    severity: str | None
+    type: str | None
+    multiple: bool
+    status: tuple[int, int] | None
+    bits: _Bits
 
-    def __init__(
-        self,
-        time: str | None,
-        reporter: str | None,
-        device: str | None,
-        vendor_device: str | None,
-        severity: str | None,
-        type_: str | None,
-        multiple: bool,
-        status: tuple[int, int] | None,
-        bits: _Bits,
-    ) -> None:
-        self.time = time
-        self.reporter = reporter
-        self.device = device
-        self.vendor_device = vendor_device
-        self.severity = severity
-        self.type = type_
-        self.multiple = multiple
-        self.status = status
-        self.bits = bits
+    def item(self) -> _Item:
+        known = _KNOWN_SEVERITY.get(self.severity)
+        return self if known is None else self._event(known)
 
     def event(self) -> AerEvent:
-        severity = _final_severity(self.severity)
+        return self._event(_final_severity(self.severity))
+
+    def _event(self, severity: Severity) -> AerEvent:
         errors = _errors(severity, self.status, self.bits)
         return _new_event(
             self.reporter,
@@ -870,30 +854,9 @@ class _Draft:
 _Item = AerEvent | _Draft
 
 
-def _item(
-    time: str | None,
-    reporter: str | None,
-    device: str | None,
-    vendor_device: str | None,
-    severity: str | None,
-    type_: str | None,
-    multiple: bool,
-    status: tuple[int, int] | None,
-    bits: _Bits,
-) -> _Item:
-    """The event, or its draft while its severity is not known."""
-    known = _KNOWN_SEVERITY.get(severity)
-    if known is None:
-        return _Draft(
-            time, reporter, device, vendor_device, severity, type_, multiple, status, bits
-        )
-    errors = _errors(known, status, bits)
-    return _new_event(reporter, device, vendor_device, known, type_, errors, multiple, time)
-
-
 def _header_item(header: _Header) -> _Item:
     """A header whose details were not printed."""
-    return _item(
+    return _Draft(
         header.time,
         header.reporter,
         header.source,
@@ -903,14 +866,14 @@ def _header_item(header: _Header) -> _Item:
         header.multiple,
         None,
         (),
-    )
+    ).item()
 
 
 def _block_item(block: _Block, header: _Header | None) -> _Item:
     severity = block.severity or (header.severity if header else None)
     if severity is None:
         severity = _severity_from_names(block)
-    return _item(
+    return _Draft(
         header.time if header else block.time,
         header.reporter if header else None,
         block.device if block.device else (header.source if header else None),
@@ -920,7 +883,7 @@ def _block_item(block: _Block, header: _Header | None) -> _Item:
         header.multiple if header else False,
         (block.status, block.mask) if block.status is not None else None,
         block.bits,
-    )
+    ).item()
 
 
 def _section_item(section: _Section) -> _Item:
@@ -936,7 +899,7 @@ def _section_item(section: _Section) -> _Item:
         status = section.cor or section.status
     else:
         status = section.uncor or section.status
-    return _item(
+    return _Draft(
         section.time,
         None,
         section.device,
@@ -946,7 +909,7 @@ def _section_item(section: _Section) -> _Item:
         False,
         status,
         bits,
-    )
+    ).item()
 
 
 def _severity_from_names(block: _Block) -> str | None:

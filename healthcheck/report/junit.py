@@ -18,6 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from ..models import CheckResult, Finding, Report, Status, Verdict
+from .table import finding_details
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -125,14 +126,7 @@ def _findings_text(findings: list[Finding], verbose: bool) -> str:
     lines: list[str] = []
     for finding in findings:
         lines.append(f"{finding.severity.value}: {_one_line(finding)}")
-        if finding.action:
-            lines.append(f"  action: {finding.action}")
-        if verbose:
-            for evidence in finding.evidence:
-                ref = f" {evidence.ref}" if evidence.ref else ""
-                lines.append(f"  evidence: {evidence.source}{ref}")
-                if evidence.excerpt:
-                    lines.extend(f"    | {row}" for row in evidence.excerpt.splitlines()[:20])
+        lines.extend(finding_details(finding, verbose, "  ", excerpt_rows=20))
     return "\n".join(lines)
 
 

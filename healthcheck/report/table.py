@@ -128,14 +128,20 @@ def _finding_lines(finding: Finding, verbose: bool) -> list[str]:
         ]
         device = " [" + " ".join(p for p in parts if p) + "]"
     lines = [f"      {finding.severity.value}: {finding.code}{device}: {finding.message}"]
-    if finding.action:
-        lines.append(f"        action: {finding.action}")
+    return lines + finding_details(finding, verbose, "        ", excerpt_rows=10)
+
+
+def finding_details(finding: Finding, verbose: bool, indent: str, excerpt_rows: int) -> list[str]:
+    """The lines under a finding's headline: its action, and (verbose) its evidence with the
+    first `excerpt_rows` rows of each excerpt."""
+    lines = [f"{indent}action: {finding.action}"] if finding.action else []
     if verbose:
         for evidence in finding.evidence:
             ref = f" {evidence.ref}" if evidence.ref else ""
-            lines.append(f"        evidence: {evidence.source}{ref}")
+            lines.append(f"{indent}evidence: {evidence.source}{ref}")
             if evidence.excerpt:
-                lines.extend(f"          | {row}" for row in evidence.excerpt.splitlines()[:10])
+                rows = evidence.excerpt.splitlines()[:excerpt_rows]
+                lines.extend(f"{indent}  | {row}" for row in rows)
     return lines
 
 

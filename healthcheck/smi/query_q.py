@@ -32,10 +32,9 @@ from .values import (
     Value,
     ValueKind,
     absent,
-    classify_message,
     decode,
+    indented_data_lines,
     is_command_echo,
-    is_message_continuation,
     normalize_text,
 )
 
@@ -692,15 +691,9 @@ def _build(text: str) -> tuple[QNode, list[SmiError]]:
     root = _Building("", None, 0, -1)
     stack = [root]
     errors: list[SmiError] = []
-    for line_no, raw in enumerate(lines, start=1):
+    for line_no, raw in indented_data_lines(lines, errors):
         stripped = raw.strip()
-        if not stripped or _BANNER.match(stripped):
-            continue
-        error = classify_message(stripped, line_no)
-        if error is not None:
-            errors.append(error)
-            continue
-        if errors and is_message_continuation(stripped):
+        if _BANNER.match(stripped):
             continue
         indent = len(raw) - len(raw.lstrip(" ")) - dedent
         gpu = _GPU_SECTION.match(stripped)

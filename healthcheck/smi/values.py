@@ -380,7 +380,13 @@ def data_lines(text: str, errors: list[SmiError]) -> Iterator[tuple[int, str]]:
     """The non-blank lines of an nvidia-smi output, stripped, with their 1-based numbers; the
     error messages the tool printed instead of data (and their continuation lines) are
     appended to `errors` instead of being yielded."""
-    for line_no, line in enumerate(normalize_text(text), start=1):
+    for line_no, line in indented_data_lines(normalize_text(text), errors):
+        yield line_no, line.strip()
+
+
+def indented_data_lines(lines: list[str], errors: list[SmiError]) -> Iterator[tuple[int, str]]:
+    """`data_lines` over lines already normalised, each as printed (its indent kept)."""
+    for line_no, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
@@ -390,4 +396,4 @@ def data_lines(text: str, errors: list[SmiError]) -> Iterator[tuple[int, str]]:
             continue
         if errors and is_message_continuation(stripped):
             continue
-        yield line_no, stripped
+        yield line_no, line

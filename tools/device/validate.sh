@@ -11,10 +11,6 @@ done
 python3 -m cProfile -o "$log/run.prof" -m sitscheck run -o json="$log/run-prof.json" > /dev/null 2>&1
 python3 -c "import pstats; pstats.Stats('$log/run.prof').sort_stats('cumulative').print_stats(45)" \
   > "$log/run-profile.txt" 2>&1
-for what in "--version" "checks"; do
-  for n in 1 2 3; do t=$(date +%s%N); sc $what > /dev/null; echo "sitscheck $what: $(ms $t) ms" >> "$log/timings.txt"; done
-done
-for n in 1 2 3; do t=$(date +%s%N); python3 -c pass; echo "python -c pass: $(ms $t) ms" >> "$log/timings.txt"; done
 t=$(date +%s%N); sc run --load --output json="$log/run-load.json" --output text > "$log/run-load.txt" 2>&1
 echo "run --load: rc=$? $(ms $t) ms" >> "$log/timings.txt"
 for mode in idle load; do
