@@ -6,7 +6,10 @@ Reads `KernelLine`s (see `sitscheck.kernlog.lines`) as a stream. One `XidEvent` 
   every shape the driver has printed: old ``(0003:00)`` / ``(0000:03:00)`` addresses, MIG
   ``(PCI:0000:3b:00 GPU-I:01 GPU-CI:02)`` attribution, no pid/name fields, ``pid=1300,`` alone,
   ``pid='<unknown>', name=<unknown>``, ``name=(udev-worker)``;
-- ``nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, ...`` (every line is one event);
+- ``nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 ...``: one event per
+  report. The "Severity N Engine instance ..." and "Data {...}" lines the driver prints after
+  it, with the same switch and SXid, are its details (switches interleave: joined by switch
+  and number); a detail whose report is not in the log is one event, later details join it;
 - a "fallen off the bus" message without an Xid number, single-line (``NVRM: GPU
   0000:91:00.0: GPU has fallen off the bus.``, ``NVRM: GPU at 0000:01:00.0 has fallen off the
   bus.``) or the three-line ``NVRM: The NVIDIA GPU 0000:b3:00.0`` / ``(PCI ID: ...)`` /
@@ -36,6 +39,10 @@ _XID = re.compile(r"\bXid \((?:PCI:)?(?P<addr>" + _ADDR + _TAIL)
 _SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<addr>" + _ADDR + _TAIL)
 _MIG = re.compile(r"GPU-(?P<kind>C?I):\s*(?P<id>\d+)")
 _BDF = re.compile(r"(?:PCI:)?(?P<addr>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
+# "NVRM: GPU 18:00.0: GPU has fallen off the bus." (no PCI domain: domain 0)
+_BDF_NO_DOMAIN = re.compile(r"\bGPU (?:at )?(?:PCI:)?(?P<addr>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
+# the detail lines of an NVSwitch SXid report, after "SXid (PCI:...): N, "
+_SXID_DETAIL = ("Severity ", "Data {", "Data{")
 _FALLEN = "fallen off the bus"
 _FALL_START = "The NVIDIA GPU "
 _FALL_LINES = 4  # the multi-line message is three lines; allow one stray NVRM line
@@ -152,6 +159,8 @@ class _XidState:
     def __init__(self) -> None:
         self.drafts: list[_Draft] = []
         self.last_by_device: dict[str | None, _Draft] = {}
+        # the open SXid report of each (switch, SXid): its detail lines join it
+        self.sxid_reports: dict[tuple[str, int], _Draft] = {}
         self.pending: _PendingFall | None = None
         self.attach: _Draft | None = None
 
@@ -194,9 +203,21 @@ class _XidState:
         match = _SXID.search(line.body)
         if match is None:
             return False
-        draft = _Draft(_device(match.group("addr")), line.time, (match.group("rest") or "").strip())
-        draft.sxid = int(match.group("code"))
+        device = _device(match.group("addr"))
+        code = int(match.group("code"))
+        rest = (match.group("rest") or "").strip()
+        key = (device, code)
+        if rest.startswith(_SXID_DETAIL):
+            report = self.sxid_reports.get(key)
+            if report is not None:
+                if len(report.details) < _MAX_DETAILS:
+                    report.details.append(rest)
+                self.attach = report
+                return True
+        draft = _Draft(device, line.time, rest)
+        draft.sxid = code
         self._add(draft)
+        self.sxid_reports[key] = draft
         return True
 
     def _fallen(self, time: str | None, device: str | None, message: str) -> None:
@@ -279,7 +300,7 @@ def _device(addr: str) -> str:
 
 
 def _bdf_in(text: str) -> str | None:
-    match = _BDF.search(text)
+    match = _BDF.search(text) or _BDF_NO_DOMAIN.search(text)
     return _device(match.group("addr")) if match else None
 
 

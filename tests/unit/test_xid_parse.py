@@ -228,7 +228,7 @@ Aug 05 03:12:01 gpu-node-17 kernel: NVRM: Xid (PCI:0000:65:00): 74, pid=<unknown
     assert events(text)[0].message.startswith("NVLink: fatal error detected on link 6(")
 
 
-def test_nvswitch_sxids_each_line_one_event() -> None:
+def test_nvswitch_sxid_report_with_its_detail_lines_is_one_event() -> None:
     text = """
 [ 4117.001122] nvidia-nvswitch4: SXid (PCI:0000:c6:00.0): 19084, Non-fatal, Link 29 AN1 Heartbeat Timeout Error (First)
 [ 4117.001130] nvidia-nvswitch4: SXid (PCI:0000:c6:00.0): 19084, Severity 1 Engine instance 29 Sub-engine instance 00
@@ -236,9 +236,48 @@ def test_nvswitch_sxids_each_line_one_event() -> None:
 """
     assert core(text) == [
         ("0000:c6:00.0", None, 19084, None, None),
-        ("0000:c6:00.0", None, 19084, None, None),
         ("0000:c2:00.0", None, 12028, None, None),
     ]
+    first = events(text)[0]
+    assert first.message.startswith("Non-fatal, Link 29")
+    assert first.details == ("Severity 1 Engine instance 29 Sub-engine instance 00",)
+
+
+def test_interleaved_switch_details_join_their_own_report() -> None:
+    text = """
+[ 10.1] nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 12028, Fatal, Link 48 LTSSM Fault Up
+[ 10.2] nvidia-nvswitch1: SXid (PCI:0000:c3:00.0): 12028, Fatal, Link 12 LTSSM Fault Up
+[ 10.3] nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 12028, Severity 5 Engine instance 48 Sub-engine instance 00
+[ 10.4] nvidia-nvswitch1: SXid (PCI:0000:c3:00.0): 12028, Severity 5 Engine instance 12 Sub-engine instance 00
+[ 10.5] nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 12028, Data {0x00000030, 0x00000000}
+[ 10.6] nvidia-nvswitch1: SXid (PCI:0000:c3:00.0): 12028, Data {0x0000000c, 0x00000000}
+"""
+    found = events(text)
+    assert [(e.device, e.sxid) for e in found] == [("0000:c2:00.0", 12028), ("0000:c3:00.0", 12028)]
+    assert [len(e.details) for e in found] == [2, 2]
+    assert "instance 48" in found[0].details[0] and "0x00000030" in found[0].details[1]
+    assert "instance 12" in found[1].details[0]
+
+
+def test_sxid_detail_without_its_report_is_one_event_and_later_details_join_it() -> None:
+    text = """
+[ 38.175] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Severity 0 Engine instance 43 Sub-engine instance 00
+[ 38.176] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Data {0x0000002b, 0x0000002b}
+[ 38.178] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ interrupt
+[ 38.179] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22014, Data {0x0}
+"""
+    found = events(text)
+    assert [(e.sxid, e.message.split(",")[0]) for e in found] == [
+        (22013, "Severity 0 Engine instance 43 Sub-engine instance 00"),
+        (22013, "Non-fatal"),
+        (22014, "Data {0x0}"),
+    ]
+    assert found[0].details == ("Data {0x0000002b, 0x0000002b}",)
+
+
+def test_fallen_off_message_without_a_pci_domain_still_names_the_gpu() -> None:
+    text = "[ 99.0] NVRM: GPU 18:00.0: GPU has fallen off the bus.\n"
+    assert core(text) == [("0000:18:00.0", None, None, None, None)]
 
 
 def test_kmsg_xid_keeps_seq_time_and_process_in_parentheses() -> None:
