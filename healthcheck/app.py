@@ -13,15 +13,17 @@ from typing import Generic, TypeVar
 
 from . import interrupt
 from .assemble import build_report
-from .check import Check
 from .config import SITE_DIR, RunConfig
+from .contract import Check
+from .contract.evidence import DeclaredEvidence, gather
+from .contract.registry import BrokenCheck, discover, select
+from .contract.settings import check_settings
 from .engine.cel import CelEnvironment
 from .engine.evaluate import evaluate_rules
 from .engine.loader import load_profiles, load_rules, rule_files
 from .engine.model import Profile, RuleSet
 from .models import CheckResult, Report
 from .profiles import select_profile
-from .registry import BrokenCheck, discover, select
 from .sources.base import Sources
 from .sources.bundle import opened_bundle
 from .sources.live import LiveOptions, LiveSources
@@ -46,39 +48,59 @@ T = TypeVar("T")
 
 
 @contextmanager
-def open_sources(request: RunRequest, wrap: SourcesWrapper | None = None) -> Iterator[Sources]:
-    """The sources of a run; `wrap` decorates them (the daemon reads the log from its cursor)."""
-    with _raw_sources(request) as sources:
+def open_sources(
+    request: RunRequest, declared: DeclaredEvidence, wrap: SourcesWrapper | None = None
+) -> Iterator[Sources]:
+    """The sources of a run, serving what the selected checks declared; `wrap` decorates
+    them (the daemon reads the log from its cursor)."""
+    with _raw_sources(request, declared) as sources:
         yield wrap(sources) if wrap is not None else sources
 
 
 @contextmanager
-def _raw_sources(request: RunRequest) -> Iterator[Sources]:
+def _raw_sources(request: RunRequest, declared: DeclaredEvidence) -> Iterator[Sources]:
     config = request.config
     if request.bundle is not None:
         with opened_bundle(request.bundle) as folder:
             yield ReplaySources(folder, label=request.bundle)
         return
-    live = LiveSources(live_options(config))
+    live = live_sources(config, declared)
     try:
         yield live
     finally:
         live.close()
 
 
-def live_options(config: RunConfig, load_margin_s: float = 2.0) -> LiveOptions:
+def live_sources(
+    config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
+) -> LiveSources:
+    """The live node, serving the commands and log files the checks declared."""
+    return LiveSources(live_options(config, declared, load_margin_s), commands=declared.commands)
+
+
+def live_options(
+    config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
+) -> LiveOptions:
     """`load_margin_s`: how long the --load probe outlasts the sampling window."""
     return LiveOptions(
         command_timeout_s=config.command_timeout_s,
         nvml_deadline_s=config.nvml_deadline_s,
         sample_seconds=config.sample_seconds,
         sys_root=config.sys_root,
-        trt_log_paths=expand_trt_paths(config.trt_logs),
+        log_paths={
+            folder: expand_paths(_option_patterns(config, spec.option))
+            for folder, spec in declared.logs.items()
+        },
         load_seconds=config.sample_seconds + load_margin_s if config.load else None,
     )
 
 
-def expand_trt_paths(patterns: list[str]) -> list[Path]:
+def _option_patterns(config: RunConfig, option: str) -> list[str]:
+    value = getattr(config, option, None)
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
+
+
+def expand_paths(patterns: list[str]) -> list[Path]:
     import glob
 
     found: list[Path] = []
@@ -110,8 +132,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     # the checks' buffers, such as the kernel-log chunks) would add up, so it compiles after.
     # A broken rule file still fails the run, naming its file and line.
     background = Background(compile_rules) if request.bundle is None else None
-    with open_sources(request, wrap) as sources:
-        results = run_checks(interrupt.guard(selected_checks(config)), sources, config)
+    checks = selected_checks(config)
+    settings = check_settings(checks, config.check_config)
+    with open_sources(request, gather(checks), wrap) as sources:
+        results = run_checks(interrupt.guard(checks), sources, config, settings)
         driver = sources.driver()
         meta = sources.meta()
     env, ruleset, profiles = background.result() if background else compile_rules()

@@ -324,7 +324,7 @@ def checks() -> None:
     """List the checks, one line each."""
 
     def body() -> int:
-        from .registry import BrokenCheck, discover
+        from .contract.registry import BrokenCheck, discover
 
         for found in discover():
             if isinstance(found, BrokenCheck):
@@ -349,9 +349,9 @@ def collect(
     """Record this node's raw evidence as a bundle that `run --from` replays."""
 
     def body() -> int:
-        from .app import live_options
+        from .app import live_sources, selected_checks
         from .collect import collect_bundle
-        from .sources.live import LiveSources
+        from .contract.evidence import gather
 
         settings = _config(
             {
@@ -362,9 +362,10 @@ def collect(
             },
             config,
         )
-        sources = LiveSources(live_options(settings, load_margin_s=8.0))
+        declared = gather(selected_checks(settings))
+        sources = live_sources(settings, declared, load_margin_s=8.0)
         try:
-            summary = collect_bundle(sources, directory)
+            summary = collect_bundle(sources, directory, declared)
         finally:
             sources.close()
         typer.echo(f"wrote {len(summary['written'])} files to {directory}")
@@ -417,11 +418,12 @@ def explain(code: str, rules: RulesOpt = None) -> None:
     """Print what a rule id, xid.N / sxid.N or finding code means, its evidence and action."""
 
     def body() -> int:
+        from .contract.registry import discover
         from .engine.loader import load_rules, rule_files
         from .explain import explain_text
 
         ruleset = load_rules(rule_files(list(rules or [])))
-        typer.echo(explain_text(code, ruleset), nl=False)
+        typer.echo(explain_text(code, ruleset, discover()), nl=False)
         return 0
 
     raise typer.Exit(_guarded(body))

@@ -1,7 +1,10 @@
 """`sitscheck collect DIR`: record this node's raw evidence as a bundle.
 
-The bundle is plain files under the names in `sources.artifacts` (an operator can assemble
-the same by hand) and replays through the same checks with `sitscheck run --from DIR`.
+What is recorded is what the selected checks declare (`contract.evidence.gather`): their
+commands under their file names, the NVML snapshot, the kernel log, sysfs and procfs files
+under `sysfs/` and `proc/` (class links read through, stored as plain folders), host files
+under `files/`, and declared log files. The bundle is plain files an operator can assemble by
+hand, and replays through the same checks with `sitscheck run --from DIR`.
 """
 
 from __future__ import annotations
@@ -12,29 +15,47 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .contract.declarations import resolve
+from .contract.evidence import DeclaredEvidence
 from .sources import artifacts as names
+from .sources.files import FileTree
 from .sources.live import LiveSources
-from .sources.pci import DEVICE_FILES, nvidia_gpus, port_folders
 
 
-def collect_bundle(sources: LiveSources, target: Path) -> dict[str, Any]:
-    """Write every piece of evidence; returns a summary of what was written and what failed."""
+def collect_bundle(
+    sources: LiveSources, target: Path, declared: DeclaredEvidence
+) -> dict[str, Any]:
+    """Write every piece of declared evidence; returns what was written and what failed."""
     target.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"written": [], "missing": {}}
-    snapshot, reason = sources.gpu_snapshot()
-    if snapshot is not None:
-        _write(target / names.NVML_JSON, json.dumps(snapshot, indent=1, default=str), summary)
-    else:
-        summary["missing"][names.NVML_JSON] = reason
-    for name in names.COMMAND_ARTIFACTS:
+    if declared.nvml:
+        snapshot, reason = sources.gpu_snapshot()
+        if snapshot is not None:
+            _write(target / names.NVML_JSON, json.dumps(snapshot, indent=1, default=str), summary)
+        else:
+            summary["missing"][names.NVML_JSON] = reason
+    for name in declared.commands:
         artifact = sources.artifact(name)
         if artifact.text is not None:
             _write(target / name, artifact.text, summary)
         else:
             summary["missing"][name] = artifact.reason
-    _collect_kernel_log(sources, target, summary)
-    _collect_sysfs(sources, target, snapshot, summary)
-    _collect_trt(sources, target, summary)
+    if declared.kernel_log:
+        _collect_kernel_log(sources, target, summary)
+    sysfs_paths = [p for ref in declared.sysfs_paths for p in resolve(ref)(sources)]
+    summary["sysfs_files"] = _copy_tree_files(
+        sources.sysfs,
+        sysfs_paths + _globbed(sources.sysfs, declared.sysfs),
+        target / names.SYSFS_DIR,
+    )
+    summary["proc_files"] = _copy_tree_files(
+        sources.procfs, _globbed(sources.procfs, declared.procfs), target / names.PROCFS_DIR
+    )
+    summary["host_files"] = _copy_tree_files(
+        sources.files, _globbed(sources.files, declared.files), target / names.FILES_DIR
+    )
+    for folder in declared.logs:
+        _collect_logs(sources, folder, target, summary)
     meta = {
         **sources.meta(),
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -63,28 +84,31 @@ def _collect_kernel_log(sources: LiveSources, target: Path, summary: dict[str, A
     summary["kernel_log_source"] = stream.ref
 
 
-def _collect_sysfs(
-    sources: LiveSources, target: Path, snapshot: dict[str, Any] | None, summary: dict[str, Any]
-) -> None:
-    sysfs = sources.sysfs
-    bdfs = {g["pci_bus_id"] for g in (snapshot or {}).get("gpus", []) if g.get("pci_bus_id")}
-    bdfs.update(nvidia_gpus(sysfs))
+def _globbed(tree: FileTree, patterns: list[str]) -> list[str]:
+    """Paths relative to the tree's root that the patterns match (links read through)."""
+    found: list[str] = []
+    for pattern in patterns:
+        found.extend(tree.glob(pattern))
+    return found
+
+
+def _copy_tree_files(tree: FileTree, relative_paths: list[str], into: Path) -> int:
+    """Each readable file, as plain files under `into` at the same relative path."""
     copied = 0
-    for bdf in sorted(bdfs):
-        for _bus, folder in port_folders(sysfs, bdf) or []:
-            for name in DEVICE_FILES:
-                text = sysfs.read_text(f"{folder}/{name}")
-                if text is not None:
-                    out = target / names.SYSFS_DIR / folder / name
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    out.write_text(text, encoding="utf-8")
-                    copied += 1
-    summary["sysfs_files"] = copied
+    for relative in dict.fromkeys(relative_paths):
+        text = tree.read_text(relative)
+        if text is None:
+            continue
+        out = into / relative.lstrip("/")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+        copied += 1
+    return copied
 
 
-def _collect_trt(sources: LiveSources, target: Path, summary: dict[str, Any]) -> None:
-    for number, log in enumerate(sources.trt_logs()):
-        out = target / names.TENSORRT_DIR / f"{number:02d}-{log.name}"
+def _collect_logs(sources: LiveSources, folder: str, target: Path, summary: dict[str, Any]) -> None:
+    for number, log in enumerate(sources.log_files(folder)):
+        out = target / folder / f"{number:02d}-{log.name}"
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(log, out)
         summary["written"].append(str(out))

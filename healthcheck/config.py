@@ -80,6 +80,13 @@ class RunConfig(BaseModel):
     daemon: bool = False
     verbose: bool = False
     otlp: OtlpSettings = Field(default_factory=OtlpSettings)
+    check_config: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description=(
+            "each check's own config section, by check name (validated by the model the check "
+            "declares as its `config`)"
+        ),
+    )
 
 
 def load_site_config(path: Path | None) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """`sitscheck explain CODE`: what a rule or finding code means, its evidence and what to do.
 
-Pure: looks a code up in a loaded rule set (rule ids), the Xid catalog (`xid.N`, `sxid.N`) or
-the checks' finding codes (`codes.py`), and renders it as text. Nothing here touches the host.
+Pure: looks a code up in a loaded rule set (rule ids) or in the code tables the checks declare
+(`CodeSpec`s: a plugin's codes as well as the built-ins', the Xid catalog among them), and
+renders it as text. Nothing here touches the host.
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 import difflib
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from . import codes
+from .contract.declarations import CodeSpec, declaration_of
 from .engine.model import Rule, RuleSet
 from .errors import ConfigError
 
 WIDTH = 100
 LABEL = 14
-_XID = re.compile(r"^(?P<kind>s?xid)?[\s._:-]*(?P<number>\d+)$")
 _GPU_FACT = re.compile(r"\bgpu\.([a-z_]+)\.([a-z_][a-z0-9_.]*)")
 _NODE_FACT = re.compile(r"\bchecks\.([a-z_]+)\.(facts|metrics|status|findings)\b([a-z0-9_.]*)")
 _PARAM = re.compile(r"\bparams\.([a-z_][a-z0-9_]*)")
@@ -36,27 +38,27 @@ class Explanation:
     rows: list[tuple[str, str]] = field(default_factory=list)
 
 
-def normalise(code: str) -> str:
-    """`Xid 79`, `xid79`, `79` → `xid.79`; `SXid 12028` → `sxid.12028`; others lower-cased."""
-    text = code.strip().lower()
-    match = _XID.match(text)
-    if match is not None:
-        return f"{match.group('kind') or 'xid'}.{int(match.group('number'))}"
-    return text
-
-
-def explain(code: str, ruleset: RuleSet) -> Explanation:
-    """The explanation of `code`; ConfigError (with close matches) when nothing is named so."""
-    wanted = normalise(code)
+def explain(code: str, ruleset: RuleSet, checks: Sequence[Any] = ()) -> Explanation:
+    """The explanation of `code`: a rule id, or a finding code of one of `checks` (in its own
+    spelling, e.g. `Xid 79`); ConfigError (with close matches) when nothing is named so."""
+    wanted = code.strip().lower()
     rule = ruleset.by_id(wanted) or ruleset.by_id(code.strip())
     if rule is not None:
-        return _rule(rule, ruleset)
-    kind, _, number = wanted.partition(".")
-    if kind in ("xid", "sxid") and number.isdigit():
-        return _xid(kind, int(number), ruleset)
-    if wanted in codes.CODES:
-        return _finding(wanted, ruleset)
-    known = [r.id for r in ruleset.rules] + list(codes.CODES)
+        return _rule(rule, ruleset, checks)
+    for check in checks:
+        if not hasattr(check, "collect"):
+            continue
+        table = declaration_of(check).codes
+        named = table.normalise(code)
+        spec = table.get(named) if named is not None else None
+        if spec is not None:
+            return _finding(spec, check, ruleset)
+    known = [r.id for r in ruleset.rules] + [
+        spec.code
+        for check in checks
+        if hasattr(check, "collect")
+        for spec in declaration_of(check).codes
+    ]
     close = difflib.get_close_matches(wanted, known, n=4, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise ConfigError(
@@ -72,14 +74,14 @@ def render(explanation: Explanation) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain_text(code: str, ruleset: RuleSet) -> str:
-    return render(explain(code, ruleset))
+def explain_text(code: str, ruleset: RuleSet, checks: Sequence[Any] = ()) -> str:
+    return render(explain(code, ruleset, checks))
 
 
 # --------------------------------------------------------------------------- rules
 
 
-def _rule(rule: Rule, ruleset: RuleSet) -> Explanation:
+def _rule(rule: Rule, ruleset: RuleSet, checks: Sequence[Any]) -> Explanation:
     where = f"{_short(rule.file)}:{rule.line}"
     rows = [
         ("meaning", (rule.description or rule.id).strip()),
@@ -92,10 +94,9 @@ def _rule(rule: Rule, ruleset: RuleSet) -> Explanation:
         ("scope", "each GPU" if rule.scope == "gpu" else "the node"),
         ("source", (rule.source or "-").strip()),
     ]
-    checks, reads = _reads(rule)
-    evidence = [
-        f"{c}: {codes.CHECK_EVIDENCE[c]}" if c in codes.CHECK_EVIDENCE else c for c in checks
-    ]
+    needed, reads = _reads(rule)
+    said = {c.name: declaration_of(c).evidence.summary for c in checks if hasattr(c, "collect")}
+    evidence = [f"{c}: {said[c]}" if said.get(c) else c for c in needed]
     rows.append(("evidence", "; ".join(evidence) or "no check"))
     if reads:
         rows.append(("reads", ", ".join(reads)))
@@ -162,70 +163,29 @@ def _texts(rule: Rule) -> str:
     return "\n".join(exprs)
 
 
-# --------------------------------------------------------------------------- Xids
-
-
-def _xid(kind: str, number: int, ruleset: RuleSet) -> Explanation:
-    from .checks.xid.catalog import lookup_sxid, lookup_xid
-    from .checks.xid.judge import ACTION_TEXT
-
-    info = lookup_sxid(number) if kind == "sxid" else lookup_xid(number)
-    label = "SXid" if kind == "sxid" else "Xid"
-    code = f"{kind}.{number}"
-    rows = [
-        ("meaning", info.meaning + ("" if info.known else " (check NVIDIA's Xid catalog)")),
-        ("name", info.name),
-        ("layer", "driver (raised by the xid check)"),
-        (
-            "severity",
-            info.severity
-            + (
-                " (message-dependent for Xid 154 and 144-150)"
-                if kind == "xid" and (number == 154 or 144 <= number <= 150)
-                else ""
-            ),
-        ),
-        (
-            "source",
-            "NVIDIA Xid catalog"
-            if kind == "xid"
-            else "NVIDIA Fabric Manager user guide, NVSwitch SXid tables",
-        ),
-        (
-            "evidence",
-            codes.CHECK_EVIDENCE["xid"]
-            + ("; an NVSwitch SXid line names the switch, not a GPU" if kind == "sxid" else ""),
-        ),
-    ]
-    if info.sympathetic:
-        rows.append(("note", "often logged as a consequence of another error: correlate first"))
-    causes = _explained_by(code, ruleset)
-    if causes:
-        rows.append(("explained by", ", ".join(causes)))
-    action = ACTION_TEXT.get(info.action, info.action)
-    if info.followup is not None:
-        action += "; then, if it persists: " + ACTION_TEXT.get(info.followup, info.followup)
-    rows.append(("action", action))
-    return Explanation(code, kind, f"{code}: {label} {number} ({info.name})", rows)
-
-
 # --------------------------------------------------------------------------- findings
 
 
-def _finding(code: str, ruleset: RuleSet) -> Explanation:
-    check = codes.check_of(code)
-    rows = [
-        ("meaning", codes.CODES[code]),
-        ("layer", f"{codes.CHECK_LAYER.get(check, '?')} (raised by the {check} check)"),
-        ("severity", codes.SEVERITY.get(code, "?")),
-        ("source", f"the {check} check (no threshold: decided from the evidence alone)"),
-        ("evidence", codes.CHECK_EVIDENCE.get(check, "?")),
+def _finding(spec: CodeSpec, check: Any, ruleset: RuleSet) -> Explanation:
+    declaration = declaration_of(check)
+    severity = spec.severity.value + (f" ({spec.severity_note})" if spec.severity_note else "")
+    rows = [("meaning", spec.meaning)]
+    if spec.name:
+        rows.append(("name", spec.name))
+    rows += [
+        ("layer", f"{check.layer.value} (raised by the {check.name} check)"),
+        ("severity", severity),
+        ("kind", spec.kind.value),
+        ("source", f"the {check.name} check (no threshold: decided from the evidence alone)"),
+        ("evidence", declaration.evidence.summary or "-"),
     ]
-    causes = _explained_by(code, ruleset)
+    causes = _explained_by(spec.code, ruleset)
     if causes:
         rows.append(("explained by", ", ".join(causes)))
-    rows.append(("action", codes.ACTION.get(code, "-")))
-    return Explanation(code, "finding", f"{code}: finding of the {check} check", rows)
+    rows.append(("action", spec.action))
+    rows.append(("category", spec.category.value))
+    title = f"{spec.code}: {spec.name or f'finding of the {check.name} check'}"
+    return Explanation(spec.code, "finding", title, rows)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check import CheckContext, CheckOutput
+from .contract import CheckContext, CheckOutput
 from .models import Device, Evidence, Metric
 from .smi.dmon import DmonRow, parse_dmon
 from .smi.query_csv import QueryCsv, field_value, parse_query_csv_result

@@ -29,15 +29,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ProbeError
 
 if TYPE_CHECKING:
-    from .check import Check, CheckContext, CheckOutput
     from .config import RunConfig
+    from .contract import Check, CheckContext, CheckOutput
+    from .contract.registry import BrokenCheck
     from .models import Layer
-    from .registry import BrokenCheck
     from .sources.base import Sources
 
 T = TypeVar("T")
@@ -138,7 +138,7 @@ class Interrupt:
             self.check("it finished")
 
     def guard(self, checks: list[Check | BrokenCheck]) -> list[Check | BrokenCheck]:
-        from .registry import BrokenCheck
+        from .contract.registry import BrokenCheck
 
         return [c if isinstance(c, BrokenCheck) else _Guarded(c, self) for c in checks]
 
@@ -163,6 +163,10 @@ class _Guarded:
         self.layer: Layer = check.layer
         self.needs_gpu: bool = check.needs_gpu
         self.metrics = check.metrics
+
+    def __getattr__(self, name: str) -> Any:
+        """The guarded check's other declarations (evidence, codes, kernel-log interest...)."""
+        return getattr(self._check, name)
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         self._interrupt.check("deciding whether it applies")

@@ -48,6 +48,29 @@ class Finding(BaseModel):
     device: Device | None = None
     evidence: list[Evidence] = Field(default_factory=list)
     action: str | None = None
+    kind: Literal["condition", "event"] = Field(
+        default="condition",
+        description=(
+            "condition: holds now and clears when it stops holding; event: happened (a log "
+            "line), new once. From the code's declaration in its check."
+        ),
+    )
+    action_category: (
+        Literal[
+            "none",
+            "rerun",
+            "configure",
+            "triage",
+            "reset_gpu",
+            "reboot",
+            "isolate",
+            "replace",
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="What an automation may do (from the code's declaration), beside `action`.",
+    )
     state: DaemonMark | None = Field(
         default=None, description="Daemon runs: new since the last run, or persisting from it."
     )
@@ -61,6 +84,10 @@ class Metric(BaseModel):
     value: float
     unit: str
     labels: dict[str, str] = Field(default_factory=dict)
+    kind: Literal["gauge", "counter", "event"] = Field(
+        default="gauge",
+        description="From the metric's declaration in its check: every reporter reads it.",
+    )
 
 
 class CheckResult(BaseModel):

@@ -10,12 +10,15 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Any
 
-from .check import Check, CheckContext, CheckOutput
 from .config import RunConfig
+from .contract import Check, CheckContext, CheckOutput
+from .contract.declarations import Declaration, declaration_of
+from .contract.registry import BrokenCheck
 from .errors import ProbeError
+from .kernlog.scan import KernelLogPass
 from .models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
-from .registry import BrokenCheck
 from .sources.base import Sources
 
 
@@ -23,6 +26,8 @@ from .sources.base import Sources
 class _Slot:
     check: Check
     deadline: float
+    kernel_pass: KernelLogPass | None
+    settings: Any = None
     thread: threading.Thread = field(init=False)
     output: CheckOutput | None = None
     crash: str | None = None
@@ -31,12 +36,23 @@ class _Slot:
 
 
 def run_checks(
-    checks: list[Check | BrokenCheck], sources: Sources, config: RunConfig
+    checks: list[Check | BrokenCheck],
+    sources: Sources,
+    config: RunConfig,
+    settings: dict[str, Any] | None = None,
 ) -> list[CheckResult]:
+    """`settings`: each check's validated config section (`contract.settings`)."""
     started = time.monotonic()
     run_deadline = started + config.run_timeout_s
     results: dict[str, CheckResult] = {}
     slots: list[_Slot] = []
+    interests = {
+        c.name: interest
+        for c in checks
+        if not isinstance(c, BrokenCheck)
+        and (interest := declaration_of(c).kernel_log) is not None
+    }
+    kernel_pass = KernelLogPass(sources, interests) if interests else None
     for check in checks:
         if isinstance(check, BrokenCheck):
             results[check.name] = CheckResult(
@@ -44,7 +60,12 @@ def run_checks(
             )
             continue
         deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
-        slot = _Slot(check, deadline)
+        slot = _Slot(
+            check,
+            deadline,
+            kernel_pass if check.name in interests else None,
+            (settings or {}).get(check.name),
+        )
         slot.thread = threading.Thread(
             target=_execute, args=(slot, sources, config), daemon=True, name=f"check-{check.name}"
         )
@@ -69,8 +90,16 @@ def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     if slot.skip is not None:
         return
     try:
-        output = slot.check.collect(CheckContext(sources, config, slot.deadline))
-        slot.output = _validated(output, slot.check.name)
+        context = CheckContext(
+            sources,
+            config,
+            slot.deadline,
+            name=slot.check.name,
+            kernel_pass=slot.kernel_pass,
+            settings=slot.settings,
+        )
+        output = slot.check.collect(context)
+        slot.output = _declared(_validated(output, slot.check.name), declaration_of(slot.check))
     except ProbeError as exc:
         slot.crash = str(exc)
     except Exception as exc:
@@ -90,6 +119,33 @@ def _validated(output: object, name: str) -> CheckOutput:
     for metric in output.metrics:
         if not isinstance(metric, Metric):
             raise TypeError(f"check {name} returned a metric of type {type(metric).__name__}")
+    return output
+
+
+def _declared(output: CheckOutput, declaration: Declaration) -> CheckOutput:
+    """Each finding gets its code's kind, action category (and action, where the check gave
+    none) and each metric its kind, from the check's declarations. A code or metric the check
+    does not declare is the check's error (UNKNOWN): the contract is its declarations."""
+    undeclared: list[str] = []
+    for finding in output.findings:
+        spec = declaration.codes.get(finding.code)
+        if spec is None:
+            undeclared.append(f"finding code {finding.code}")
+            continue
+        finding.kind = spec.kind.value
+        finding.action_category = spec.category.value
+        if finding.action is None:
+            finding.action = spec.action
+    kinds = {spec.name: spec.kind.value for spec in declaration.metrics}
+    for metric in output.metrics:
+        kind = kinds.get(metric.name)
+        if kind is None:
+            undeclared.append(f"metric {metric.name}")
+        else:
+            metric.kind = kind  # type: ignore[assignment]
+    if undeclared:
+        problem = "not declared by the check: " + ", ".join(sorted(set(undeclared)))
+        output.error = f"{output.error}; {problem}" if output.error else problem
     return output
 
 

@@ -7,13 +7,16 @@ the message names the device, the folder and what was being read. Pure.
 
 from __future__ import annotations
 
-from .codes import ACTION
+from .contract.declarations import CodeTable
 from .models import Device, Evidence, Finding, Severity
 
 
-def vanished_finding(*, code: str, what: str, gpu: Device, bus_id: str, folder: str) -> Finding:
+def vanished_finding(
+    *, codes: CodeTable, code: str, what: str, gpu: Device, bus_id: str, folder: str
+) -> Finding:
     """The finding `code` (a check's `<check>.sysfs_vanished`): `folder` (of `bus_id`, on
-    `gpu`'s path) disappeared while `what` was read."""
+    `gpu`'s path) disappeared while `what` was read; the action is `code`'s in `codes`."""
+    spec = codes.get(code)
     role = "the GPU" if bus_id == gpu.pci_bus_id else f"port {bus_id} above it"
     return Finding(
         code=code,
@@ -25,5 +28,5 @@ def vanished_finding(*, code: str, what: str, gpu: Device, bus_id: str, folder: 
         ),
         device=gpu,
         evidence=[Evidence(source="sysfs", ref=folder, excerpt="folder no longer exists")],
-        action=ACTION[code].replace("<bus id>", bus_id),
+        action=spec.action.replace("<bus id>", bus_id) if spec is not None else None,
     )

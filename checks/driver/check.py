@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -13,5 +14,27 @@ class DriverCheck(LazyCheck):
     needs_gpu = True
     metrics: tuple[MetricSpec, ...] = (
         MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),
+    )
+    codes = "sitscheck.checks.driver.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "NVML device list (name, UUID, PCI bus and device id, VBIOS, persistence mode, "
+            "recovery action), else nvidia-smi -L, else nvidia-smi --query-gpu; the driver probe "
+            "(/proc/driver/nvidia/version, /dev/nvidiactl)"
+        ),
+        commands=GPU_VIEW_COMMANDS,
+        nvml=(
+            "name",
+            "uuid",
+            "pci_bus_id",
+            "pci_device_id",
+            "serial",
+            "vbios",
+            "inforom_image",
+            "persistence_mode",
+            "recovery_action",
+            "unavailable",
+            "failures",
+        ),
     )
     impl = "sitscheck.checks.driver.impl:DriverImpl"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpu_view import group_notes
 from sitscheck.models import Evidence, Finding, Metric, Severity
 from sitscheck.smi.list_gpus import parse_list_gpus

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricKind, MetricSpec
+from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -25,6 +26,29 @@ class GpuTelemetryCheck(LazyCheck):
         MetricSpec("hw.temperature", "Cel", "GPU and memory temperature, per stat"),
         MetricSpec("sitscheck.gpu.temperature.limit", "Cel", "NVML temperature thresholds"),
         MetricSpec("sitscheck.gpu.clock_event.active", "1", "share of samples with a reason"),
-        MetricSpec("sitscheck.gpu.violation.time", "s", "cumulative violation time by policy"),
+        MetricSpec(
+            "sitscheck.gpu.violation.time",
+            "s",
+            "cumulative violation time by policy",
+            MetricKind.COUNTER,
+        ),
+    )
+    codes = "sitscheck.checks.gpu_telemetry.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "NVML samples over the window: utilization, power against the limit, clocks, clock "
+            "event reasons, temperatures against NVML's thresholds, GPM SM/tensor/DRAM activity"
+        ),
+        commands=GPU_VIEW_COMMANDS,
+        nvml=(
+            "samples",
+            "gpm",
+            "power",
+            "temperature",
+            "clocks_max_mhz",
+            "violations_ns_start",
+            "violations_ns_end",
+            "sampled_s",
+        ),
     )
     impl = "sitscheck.checks.gpu_telemetry.judge:WORK"

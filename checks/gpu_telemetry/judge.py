@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sitscheck.check import CheckOutput
+from sitscheck.contract import CheckOutput
 from sitscheck.gpu_view import (
     FleetCheck,
     GpuFleet,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricKind, MetricSpec
+from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -13,9 +14,28 @@ class MemoryErrorsCheck(LazyCheck):
     needs_gpu = True
     metrics = (
         MetricSpec("hw.errors", "{error}", "ECC errors (error.type, ecc.scope)"),
-        MetricSpec("sitscheck.gpu.memory.remapped_rows", "{row}", "rows remapped, by kind"),
+        MetricSpec(
+            "sitscheck.gpu.memory.remapped_rows",
+            "{row}",
+            "rows remapped, by kind",
+            MetricKind.COUNTER,
+        ),
         MetricSpec("sitscheck.gpu.memory.remap_pending", "1", "1 when a remap awaits a reset"),
         MetricSpec("sitscheck.gpu.memory.remap_failure", "1", "1 when a remap failed"),
-        MetricSpec("sitscheck.gpu.memory.retired_pages", "{page}", "retired pages, by cause"),
+        MetricSpec(
+            "sitscheck.gpu.memory.retired_pages",
+            "{page}",
+            "retired pages, by cause",
+            MetricKind.COUNTER,
+        ),
+    )
+    codes = "sitscheck.checks.memory_errors.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "NVML ECC counters (volatile and aggregate, corrected and uncorrected), row remapper "
+            "(rows remapped, pending, failure, bank histogram), retired pages"
+        ),
+        commands=GPU_VIEW_COMMANDS,
+        nvml=("ecc", "remap", "retired_pages"),
     )
     impl = "sitscheck.checks.memory_errors.judge:WORK"

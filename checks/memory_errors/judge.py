@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.check import CheckOutput
+from sitscheck.contract import CheckOutput
 from sitscheck.gpu_view import FleetCheck, GpuFleet, GpuView, judge_each, number
 from sitscheck.models import Finding, Severity
 

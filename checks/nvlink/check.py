@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -14,5 +15,14 @@ class NvlinkCheck(LazyCheck):
     metrics = (
         MetricSpec("sitscheck.nvlink.links", "{link}", "NVLinks by state (active, inactive)"),
         MetricSpec("hw.errors", "{error}", "NVLink error counter totals (error.type)"),
+    )
+    codes = "sitscheck.checks.nvlink.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "NVML per-link state (active, version, remote bus id) and error counters over the "
+            "window"
+        ),
+        commands=GPU_VIEW_COMMANDS,
+        nvml=("nvlink", "counters_s"),
     )
     impl = "sitscheck.checks.nvlink.judge:WORK"

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import (
+    Anchor,
+    EvidenceSpec,
+    KernelLogInterest,
+    LazyCheck,
+    MetricKind,
+    MetricSpec,
+)
 from sitscheck.status import Layer
 
 
@@ -12,7 +19,34 @@ class PcieAerCheck(LazyCheck):
     layer = Layer.HARDWARE
     needs_gpu = False
     metrics = (
-        MetricSpec("hw.errors", "{error}", "AER errors counted in sysfs, by device and severity"),
-        MetricSpec("sitscheck.pcie.aer.events", "{event}", "AER reports in the kernel log"),
+        MetricSpec(
+            "hw.errors",
+            "{error}",
+            "AER errors counted in sysfs, by device and severity",
+            MetricKind.COUNTER,
+        ),
+        MetricSpec(
+            "sitscheck.pcie.aer.events",
+            "{event}",
+            "AER reports in the kernel log",
+            MetricKind.EVENT,
+        ),
+    )
+    codes = "sitscheck.checks.pcie_aer.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "kernel log AER reports (native and firmware-first), mapped onto each GPU's PCIe path"
+            " (root port → switch ports → GPU) through sysfs; sysfs aer_dev_* counters of each "
+            "port"
+        ),
+        kernel_log=True,
+        sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
+    )
+    kernel_log = KernelLogInterest(
+        # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them
+        anchors=(Anchor(b"AER", after=48), Anchor(b"[Hardware Error]", after=48)),
+        handler="sitscheck.checks.pcie_aer.parse:AerLines",
+        wants="sitscheck.checks.pcie_aer.parse:might_be_aer",
+        head_lines=48,
     )
     impl = "sitscheck.checks.pcie_aer.impl:PcieAerImpl"

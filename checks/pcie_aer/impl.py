@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpus import GpuRef, known_gpus
-from sitscheck.kernlog.scan import kernel_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 from sitscheck.sources.pci import port_folders
 
 from .counters import DEVICE_COUNTERS, ROOTPORT_COUNTERS, parse_device_counters, parse_total
 from .judge import GpuPath, findings, gpu_summary
+from .parse import AerEvent
 
 
 class PcieAerImpl:
@@ -28,7 +28,8 @@ class PcieAerImpl:
         return None
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        scan = kernel_events(ctx.sources)
+        scan = ctx.kernel_log()
+        events: list[AerEvent] = scan.result or []
         paths = [self._path(ctx.sources, gpu) for gpu in known_gpus(ctx.sources)]
         not_judged = []
         if not scan.available:
@@ -38,7 +39,7 @@ class PcieAerImpl:
                 "AER counters are not exposed in sysfs for any GPU path (kernel without AER "
                 "support or ports without the AER capability): only the kernel log was read"
             )
-        summaries = [gpu_summary(p, scan.aer) for p in paths]
+        summaries = [gpu_summary(p, events) for p in paths]
         for summary in summaries:
             if summary["corrected_per_min"] is None:
                 not_judged.append(
@@ -46,10 +47,10 @@ class PcieAerImpl:
                     "(the log's timestamps are not absolute)"
                 )
         return CheckOutput(
-            findings=findings(paths, scan.aer, scan.source),
-            metrics=self._metrics(paths, scan.aer),
+            findings=findings(paths, events, scan.source),
+            metrics=self._metrics(paths, events),
             facts={
-                "events": [e.to_fact() for e in scan.aer],
+                "events": [e.to_fact() for e in events],
                 "gpus": summaries,
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },

@@ -11,6 +11,7 @@ from sitscheck.kernlog.times import span_minutes
 from sitscheck.models import Device, Evidence, Finding, Severity
 from sitscheck.sysfs_vanished import vanished_finding
 
+from .codes import CODES
 from .parse import AerEvent
 
 SEVERITY_OF = {"fatal": Severity.CRITICAL, "nonfatal": Severity.WARNING}
@@ -73,6 +74,7 @@ def findings(paths: list[GpuPath], events: list[AerEvent], ref: str) -> list[Fin
         gpu = Device(index=path.gpu.index, pci_bus_id=path.gpu.pci_bus_id)
         out.extend(
             vanished_finding(
+                codes=CODES,
                 code="pcie_aer.sysfs_vanished",
                 what="AER counters",
                 gpu=gpu,

@@ -35,6 +35,7 @@ __all__ = [
     "HEAD_LINES",
     "UNCORRECTABLE_BITS",
     "AerEvent",
+    "AerLines",
     "Severity",
     "might_be_aer",
     "parse_aer",
@@ -261,14 +262,27 @@ def _has_bit_index(raw_line: str, at: int) -> bool:
 
 def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
     """Every AER report in `lines`, in the order each began."""
-    state = _AerState()
-    remembered = state.said
+    handler = AerLines()
     for line in lines:
-        said = remembered.get(line.body)
+        handler.feed(line)
+    return handler.finish()
+
+
+class AerLines:
+    """The pcie_aer check's line handler in the one kernel-log pass (`KernelLogInterest`)."""
+
+    def __init__(self) -> None:
+        self._state = _AerState()
+        self._said = self._state.said
+
+    def feed(self, line: KernelLine) -> None:
+        said = self._said.get(line.body)
         if said is None:
-            said = state.remember(line.body)
-        said.apply(state, line)
-    return state.events()
+            said = self._state.remember(line.body)
+        said.apply(self._state, line)
+
+    def finish(self) -> list[AerEvent]:
+        return self._state.events()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -17,5 +18,16 @@ class PcieLinkCheck(LazyCheck):
         MetricSpec("hw.errors", "{error}", "PCIe replay counter total (error.type=pcie_replay)"),
         MetricSpec("sitscheck.pcie.replay.rate", "{replay}/min", "replays per minute in the run"),
         MetricSpec("hw.gpu.io", "By/s", "PCIe throughput by direction, per stat"),
+    )
+    codes = "sitscheck.checks.pcie_link.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "NVML link width/generation (current and max), sysfs current/max_link_width/speed of "
+            "the GPU and every port on its path, the PCIe replay counter at both ends of the "
+            "sampling window, PCIe TX/RX throughput"
+        ),
+        commands=GPU_VIEW_COMMANDS,
+        nvml=("pcie", "samples", "counters_s"),
+        sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
     )
     impl = "sitscheck.checks.pcie_link.impl:PcieLinkImpl"

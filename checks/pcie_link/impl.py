@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from sitscheck import gpu_view
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.sources.base import Sources
 from sitscheck.sources.files import FileTree
 from sitscheck.sources.pci import port_folders

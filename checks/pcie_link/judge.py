@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sitscheck.check import CheckOutput
+from sitscheck.contract import CheckOutput
 from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
 from sitscheck.models import Evidence, Finding, Severity
 from sitscheck.sysfs_vanished import vanished_finding
 
+from .codes import CODES
 from .links import PortLink, Vanished, expected
 
 READ_KEYS = ("pcie",)
@@ -70,6 +71,7 @@ def _sysfs_link(
         entry["sysfs_vanished"] = chain.bus_id
         out.findings.append(
             vanished_finding(
+                codes=CODES,
                 code="pcie_link.sysfs_vanished",
                 what="PCIe link",
                 gpu=gpu.device(),

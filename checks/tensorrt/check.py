@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, LogFilesSpec, MetricSpec
 from sitscheck.status import Layer
 
 if TYPE_CHECKING:
     from .impl import TensorrtImpl
     from .probe import Spawn
+
+
+# build logs named by --trt-log / config `trt_logs`, recorded under tensorrt/ of a bundle
+TRT_LOGS = LogFilesSpec("tensorrt", "trt_logs")
 
 
 class TensorrtCheck(LazyCheck):
@@ -29,6 +33,15 @@ class TensorrtCheck(LazyCheck):
         MetricSpec("sitscheck.trt.errors", "{error}", "error messages in TensorRT logs"),
     )
 
+    codes = "sitscheck.checks.tensorrt.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "TensorRT build logs (bundle tensorrt/*.log, --trt-log): layers, fusions, fallbacks, "
+            "precision fallbacks, errors, the GPU the engine was built for; the optional probe "
+            "build"
+        ),
+        logs=(TRT_LOGS,),
+    )
     impl = "sitscheck.checks.tensorrt.impl:TensorrtImpl"
 
     def __init__(self, spawn: Spawn | None = None) -> None:

@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpus import GpuRef, known_gpus
 from sitscheck.models import Metric
-from sitscheck.sources import artifacts as names
 from sitscheck.sources.base import Sources
 
+from .check import TRT_LOGS
 from .judge import LogMarks, ScannedLog, gpu_facts, judge_logs, judge_probe
 from .parse import MAX_LINE_CHARS, scan_trt_log
 from .probe import ProbeOutcome, Spawn, run_probe, tensorrt_missing
@@ -35,8 +35,8 @@ def bounded_lines(handle: TextIO, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
 
 def display_name(path: Path, mode: str) -> str:
     """A bundle's log by its path inside the bundle (``tensorrt/x.log``); a live log as given."""
-    if mode != "live" and names.TENSORRT_DIR in path.parts:
-        start = len(path.parts) - 1 - path.parts[::-1].index(names.TENSORRT_DIR)
+    if mode != "live" and TRT_LOGS.folder in path.parts:
+        start = len(path.parts) - 1 - path.parts[::-1].index(TRT_LOGS.folder)
         return "/".join(path.parts[start:])
     return str(path)
 
@@ -62,12 +62,12 @@ class TensorrtImpl:
         self._spawn = spawn
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        if sources.trt_logs():
+        if sources.log_files(TRT_LOGS.folder):
             return None
         where = (
             "no TensorRT build logs (--trt-log PATH)"
             if sources.mode == "live"
-            else f"no TensorRT build logs in the bundle ({names.TENSORRT_DIR}/*.log|*.txt)"
+            else f"no TensorRT build logs in the bundle ({TRT_LOGS.folder}/*.log|*.txt)"
         )
         if not config.trt_probe:
             return f"{where} and no --trt-probe"
@@ -81,7 +81,7 @@ class TensorrtImpl:
         gpus = known_gpus(sources)
         scanned: list[ScannedLog] = []
         unreadable: list[str] = []
-        paths = sources.trt_logs()
+        paths = sources.log_files(TRT_LOGS.folder)
         for path in paths:
             ctx.ensure_time(f"reading {path}")
             file = display_name(path, sources.mode)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import CommandSpec, EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.sources.artifacts import NVIDIA_SMI_TOPO, SMI_LIST
 from sitscheck.status import Layer
+
+TOPO = CommandSpec(NVIDIA_SMI_TOPO, ("nvidia-smi", "topo", "-m"), "GPU/NIC topology matrix")
 
 
 class TopologyCheck(LazyCheck):
@@ -15,5 +18,15 @@ class TopologyCheck(LazyCheck):
         MetricSpec("sitscheck.topology.gpus", "{gpu}", "GPUs in the topology"),
         MetricSpec("sitscheck.topology.nvlink_pairs", "{pair}", "GPU pairs joined by NVLink"),
         MetricSpec("sitscheck.topology.pcie_only_pairs", "{pair}", "GPU pairs joined only by PCIe"),
+    )
+    codes = "sitscheck.checks.topology.codes:CODES"
+    evidence = EvidenceSpec(
+        summary=(
+            "nvidia-smi topo -m (GPU/NIC matrix, CPU/NUMA affinity), NVML P2P status and common "
+            "ancestor per GPU pair, sysfs numa_node/local_cpulist"
+        ),
+        commands=(TOPO, SMI_LIST),
+        nvml=("pci_bus_id", "pairs"),
+        sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
     )
     impl = "sitscheck.checks.topology.impl:TopologyImpl"

@@ -25,6 +25,7 @@ __all__ = [
     "Severity",
     "XidInfo",
     "assess_xid",
+    "catalog",
     "lookup_sxid",
     "lookup_xid",
     "recovery_action_from_message",
@@ -689,6 +690,11 @@ _RECOVERY_SEVERITY: dict[Action, Severity] = {
     "drain_and_reset": "critical",
     "reboot_node": "critical",
 }
+
+
+def catalog() -> tuple[XidInfo, ...]:
+    """Every Xid, then every SXid, the catalog knows."""
+    return _XIDS + _SXIDS
 
 
 def lookup_xid(code: int) -> XidInfo:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from sitscheck.check import LazyCheck, MetricSpec
+from sitscheck.contract import (
+    Anchor,
+    EvidenceSpec,
+    KernelLogInterest,
+    LazyCheck,
+    MetricKind,
+    MetricSpec,
+)
 from sitscheck.status import Layer
 
 
@@ -11,5 +18,19 @@ class XidCheck(LazyCheck):
     summary = "NVIDIA Xid / NVSwitch SXid events in the kernel log, with the action to take"
     layer = Layer.DRIVER
     needs_gpu = False
-    metrics = (MetricSpec("sitscheck.gpu.xid.events", "{event}", "Xid events by code and GPU"),)
+    metrics = (
+        MetricSpec(
+            "sitscheck.gpu.xid.events", "{event}", "Xid events by code and GPU", MetricKind.EVENT
+        ),
+    )
+    codes = "sitscheck.checks.xid.codes:CODES"
+    evidence = EvidenceSpec(
+        summary="kernel log (/dev/kmsg, dmesg, journalctl -k or a file): NVRM Xid / SXid lines",
+        kernel_log=True,
+    )
+    kernel_log = KernelLogInterest(
+        anchors=(Anchor(b"Xid"), Anchor(b"NVRM")),
+        handler="sitscheck.checks.xid.parse:XidLines",
+        wants="sitscheck.checks.xid.parse:might_be_xid",
+    )
     impl = "sitscheck.checks.xid.impl:XidImpl"

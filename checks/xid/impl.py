@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpus import known_gpus
-from sitscheck.kernlog.scan import kernel_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 
 from .judge import findings, gpu_summaries, group_events
+from .parse import XidEvent
 
 
 class XidImpl:
@@ -22,11 +22,12 @@ class XidImpl:
         return None if stream.lines is not None else f"no kernel log: {stream.reason}"
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        scan = kernel_events(ctx.sources)
+        scan = ctx.kernel_log()
         if not scan.available:
             return CheckOutput(error=f"kernel log could not be read: {scan.reason}")
+        events: list[XidEvent] = scan.result
         gpus = known_gpus(ctx.sources)
-        groups = group_events(scan.xid)
+        groups = group_events(events)
         return CheckOutput(
             findings=findings(groups, gpus, self._recovery(ctx), scan.source),
             metrics=[
@@ -43,7 +44,7 @@ class XidImpl:
                 for group in groups
             ],
             facts={
-                "events": [e.to_fact() for e in scan.xid],
+                "events": [e.to_fact() for e in events],
                 "gpus": gpu_summaries(groups, gpus),
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },

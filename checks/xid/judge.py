@@ -10,23 +10,10 @@ from sitscheck.gpus import GpuRef, gpu_for_bus
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
+from .codes import ACTION_TEXT
 from .parse import XidEvent
 
 FALLEN_OFF_BUS = 79
-ACTION_TEXT = {
-    "none": "no action needed by itself",
-    "restart_app": "restart the application",
-    "check_application": "check the application (a bug or bad input in the workload)",
-    "reset_gpu": "drain the GPU's work and reset it (nvidia-smi -r)",
-    "drain_and_reset": "drain the node's work, then reset the GPU",
-    "drain_p2p": "drain peer-to-peer traffic, then reset the GPU",
-    "reboot_node": "drain and reboot the node",
-    "inspect_hardware": "drain the node, inspect the GPU, riser and power; RMA if it recurs",
-    "check_nvlink_fabric": "check NVLink and the fabric manager (nvidia-smi nvlink -s, FM log)",
-    "restart_fabric_manager": "restart the fabric manager (and reset the NVSwitch/GPUs it names)",
-    "update_software": "update the driver/firmware to a release that fixes it",
-    "inspect": "look up the code in NVIDIA's Xid catalog and inspect the GPU",
-}
 # NVML's nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) values.
 NVML_RECOVERY = {1: "reset_gpu", 2: "reboot_node", 3: "drain_p2p", 4: "drain_and_reset"}
 _SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
-__all__ = ["XID_ANCHORS", "XidEvent", "might_be_xid", "parse_xid"]
+__all__ = ["XID_ANCHORS", "XidEvent", "XidLines", "might_be_xid", "parse_xid"]
 
 _ADDR = r"[0-9a-fA-F]{1,8}(?::[0-9a-fA-F]{1,4}){1,2}(?:\.[0-7])?"
 _TAIL = r")(?P<attr>[^)]*)\):\s*(?P<code>\d+)(?:,\s?(?P<rest>.*))?"
@@ -40,7 +40,9 @@ _SXID = re.compile(r"\bSXid \((?:PCI:)?(?P<addr>" + _ADDR + _TAIL)
 _MIG = re.compile(r"GPU-(?P<kind>C?I):\s*(?P<id>\d+)")
 _BDF = re.compile(r"(?:PCI:)?(?P<addr>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)")
 # "NVRM: GPU 18:00.0: GPU has fallen off the bus." (no PCI domain: domain 0)
-_BDF_NO_DOMAIN = re.compile(r"\bGPU (?:at )?(?:PCI:)?(?P<addr>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
+_BDF_NO_DOMAIN = re.compile(
+    r"\bGPU (?:at )?(?:PCI:)?(?P<addr>[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b"
+)
 # the detail lines of an NVSwitch SXid report, after "SXid (PCI:...): N, "
 _SXID_DETAIL = ("Severity ", "Data {", "Data{")
 _FALLEN = "fallen off the bus"
@@ -90,12 +92,25 @@ def might_be_xid(raw_line: str) -> bool:
 
 def parse_xid(lines: Iterable[KernelLine]) -> list[XidEvent]:
     """Every Xid/SXid/fallen-off-the-bus event in `lines`, in order."""
-    state = _XidState()
+    handler = XidLines()
     for line in lines:
+        handler.feed(line)
+    return handler.finish()
+
+
+class XidLines:
+    """The xid check's line handler in the one kernel-log pass (`KernelLogInterest`)."""
+
+    def __init__(self) -> None:
+        self._state = _XidState()
+
+    def feed(self, line: KernelLine) -> None:
         body = line.body
         if "Xid" in body or "NVRM" in body or _FALLEN in body:  # `might_be_xid`, inlined
-            state.feed(line)
-    return [draft.event() for draft in state.drafts]
+            self._state.feed(line)
+
+    def finish(self) -> list[XidEvent]:
+        return [draft.event() for draft in self._state.drafts]
 
 
 class _Draft:

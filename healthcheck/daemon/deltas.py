@@ -37,15 +37,6 @@ from ..models import (
 from .state import CounterValue, DaemonState, TrackedItem
 
 CARRY_LIMIT = timedelta(days=7)
-KERNEL_LOG_EVIDENCE = "kernel log"  # `Evidence.source` of findings built from kernel-log lines
-CUMULATIVE_UNITS = frozenset({"{error}"})
-CUMULATIVE_NAMES = frozenset(
-    {
-        "hw.errors",
-        "sitscheck.gpu.memory.retired_pages",
-        "sitscheck.gpu.memory.remapped_rows",
-    }
-)
 _TRACKED_VERDICTS = (Status.WARNING, Status.CRITICAL, Status.UNKNOWN)
 _FIRED = (Status.WARNING, Status.CRITICAL)
 _JUDGED = (Status.OK, Status.WARNING, Status.CRITICAL)
@@ -61,12 +52,13 @@ class Marked:
 
 
 def is_cumulative(metric: Metric) -> bool:
-    return metric.unit in CUMULATIVE_UNITS or metric.name in CUMULATIVE_NAMES
+    """A counter as its check declared it (`MetricSpec.kind`)."""
+    return metric.kind == "counter"
 
 
 def is_event_finding(finding: Finding) -> bool:
-    """A finding made only of kernel-log lines (Xid, AER reports): events, not a condition."""
-    return bool(finding.evidence) and all(e.source == KERNEL_LOG_EVIDENCE for e in finding.evidence)
+    """An event (an Xid, an AER report) as its code's declaration says (`CodeSpec.kind`)."""
+    return finding.kind == "event"
 
 
 def stamp(moment: datetime) -> str:

@@ -82,8 +82,16 @@ class FollowedSources(Memo):
     def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         return self.inner.gpu_snapshot()
 
-    def trt_logs(self) -> list[Path]:
-        return self.inner.trt_logs()
+    @property
+    def procfs(self) -> FileTree:
+        return self.inner.procfs
+
+    @property
+    def files(self) -> FileTree:
+        return self.inner.files
+
+    def log_files(self, folder: str) -> list[Path]:
+        return self.inner.log_files(folder)
 
     def meta(self) -> dict[str, Any]:
         return self.inner.meta()

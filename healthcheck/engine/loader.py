@@ -36,13 +36,37 @@ REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
 SEVERITIES = {"info", "warning", "critical"}
 
 
+RULES_GROUP = "sitscheck.rules"
+
+
 def builtin_rules_dir() -> Path:
     return Path(str(resources.files("sitscheck.rules")))
 
 
+def shipped_rules_dirs() -> list[Path]:
+    """The folders of rule files that packages ship (entry-point group `sitscheck.rules`,
+    each naming a package whose `*.yaml` are rule files and `profiles/*.yaml` profiles):
+    sitscheck's own first, then plugins' by entry-point name. Their `params` are shipped
+    defaults (below hardware profiles and site files), never site params."""
+    from ..contract.plugins import entry_points
+
+    folders = [builtin_rules_dir()]
+    for entry in sorted(entry_points(RULES_GROUP), key=lambda e: e.name):
+        if entry.value == "sitscheck.rules":
+            continue  # sitscheck's own, first above
+        try:
+            folder = Path(str(resources.files(entry.value.partition(":")[0])))
+        except (ModuleNotFoundError, TypeError, ValueError) as exc:
+            raise RuleError(entry.value, f"rule package of plugin {entry.name}: {exc}", 1) from exc
+        if folder.resolve() not in {f.resolve() for f in folders}:
+            folders.append(folder)
+    return folders
+
+
 def rule_files(dirs: list[Path]) -> list[Path]:
-    """Built-in rule files first, then each extra directory's (or file's) in name order."""
-    files = sorted(builtin_rules_dir().glob("*.yaml"))
+    """Shipped rule files first (sitscheck's, then plugins'), then each extra directory's
+    (or file's) in name order."""
+    files = [path for folder in shipped_rules_dirs() for path in sorted(folder.glob("*.yaml"))]
     for location in dirs:
         if location.is_file():
             files.append(location)
@@ -56,7 +80,7 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
-    builtin = builtin_rules_dir().resolve()
+    shipped = {folder.resolve() for folder in shipped_rules_dirs()}
     for path in files:
         data = load_yaml(path)
         if data is None:
@@ -70,7 +94,7 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
         file_params = data.get("params") or {}
         if not isinstance(file_params, dict):
             raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
-        (params if path.resolve().parent == builtin else site_params).update(file_params)
+        (params if path.resolve().parent in shipped else site_params).update(file_params)
         entries = data.get("rules") or []
         if not isinstance(entries, list):
             raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
@@ -140,8 +164,10 @@ def _names(entry: LinedDict, key: str, file: str) -> tuple[str, ...]:
 
 
 def load_profiles(dirs: list[Path]) -> dict[str, Profile]:
-    """Built-in profiles, then site ones (`profiles/*.yaml` in each extra dir) by name."""
-    folders = [builtin_rules_dir() / "profiles"] + [d / "profiles" for d in dirs if d.is_dir()]
+    """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
+    ones (`profiles/*.yaml` in each extra dir), merged by name."""
+    folders = [folder / "profiles" for folder in shipped_rules_dirs()]
+    folders += [d / "profiles" for d in dirs if d.is_dir()]
     profiles: dict[str, Profile] = {}
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")):

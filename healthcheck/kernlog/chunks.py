@@ -9,24 +9,11 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
+from ..contract.declarations import Anchor
 from .needles import Chunk, NeedleFinder
 
 __all__ = ["Anchor", "Chunk", "iter_candidate_lines"]
-
-
-@dataclass(frozen=True, slots=True)
-class Anchor:
-    """A substring that marks a wanted line, and how many neighbouring lines come with it."""
-
-    needle: bytes
-    before: int = 0
-    after: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.needle:
-            raise ValueError("an anchor's needle must not be empty")
 
 
 MAX_TAIL = 64 * 1024

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
-from ..plugins import entry_points
+from ..contract.plugins import entry_points
 
 Renderer = Callable[[Report, bool], str]
 REPORT_FILE_MODE = 0o640

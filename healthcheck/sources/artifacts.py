@@ -1,13 +1,14 @@
 """The named pieces of raw evidence a node yields, and the commands that produce them live.
 
-One table serves both directions: a live run runs the command, `sitscheck collect` writes its
-output under the name, and a replay reads the file of that name from the bundle. An operator
-can assemble a bundle by hand by saving these commands' outputs under these names.
+A check declares the commands it reads (`CommandSpec`, in its `evidence`); one declaration
+serves both directions: a live run runs the command, `sitscheck collect` writes its output
+under the name, and a replay reads the file of that name from the bundle. An operator can
+assemble a bundle by hand by saving these commands' outputs under these names.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..contract.declarations import CommandSpec
 
 # Fields asked of `nvidia-smi --query-gpu` when NVML cannot be used; parsed by header name, so
 # any subset or order an operator saves by hand is read as well.
@@ -22,13 +23,6 @@ QUERY_GPU_FIELDS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactSpec:
-    name: str
-    argv: tuple[str, ...]
-    summary: str
-
-
 NVIDIA_SMI_L = "nvidia-smi-L.txt"
 NVIDIA_SMI_Q = "nvidia-smi-q.txt"
 NVIDIA_SMI_TOPO = "nvidia-smi-topo-m.txt"
@@ -38,23 +32,21 @@ DMESG = "dmesg.txt"
 NVML_JSON = "nvml.json"
 META_JSON = "meta.json"
 SYSFS_DIR = "sysfs"
-TENSORRT_DIR = "tensorrt"
+PROCFS_DIR = "proc"
+FILES_DIR = "files"
 
-COMMAND_ARTIFACTS: dict[str, ArtifactSpec] = {
-    spec.name: spec
-    for spec in (
-        ArtifactSpec(NVIDIA_SMI_L, ("nvidia-smi", "-L"), "GPUs the driver lists"),
-        ArtifactSpec(NVIDIA_SMI_Q, ("nvidia-smi", "-q"), "full per-GPU query"),
-        ArtifactSpec(NVIDIA_SMI_TOPO, ("nvidia-smi", "topo", "-m"), "GPU/NIC topology matrix"),
-        ArtifactSpec(
-            NVIDIA_SMI_QUERY_GPU,
-            ("nvidia-smi", f"--query-gpu={QUERY_GPU_FIELDS}", "--format=csv"),
-            "one CSV sample of every GPU",
-        ),
-        ArtifactSpec(
-            NVIDIA_SMI_DMON,
-            ("nvidia-smi", "dmon", "-s", "pucvmet", "-c", "1"),
-            "one dmon sample (utilization, power, clocks, violations, memory, ECC, PCIe)",
-        ),
-    )
-}
+# The commands behind the per-GPU view that every GPU check reads (`sitscheck.gpu_view`):
+# each GPU check declares them among its evidence.
+SMI_LIST = CommandSpec(NVIDIA_SMI_L, ("nvidia-smi", "-L"), "GPUs the driver lists")
+SMI_QUERY = CommandSpec(NVIDIA_SMI_Q, ("nvidia-smi", "-q"), "full per-GPU query")
+SMI_CSV = CommandSpec(
+    NVIDIA_SMI_QUERY_GPU,
+    ("nvidia-smi", f"--query-gpu={QUERY_GPU_FIELDS}", "--format=csv"),
+    "one CSV sample of every GPU",
+)
+SMI_DMON = CommandSpec(
+    NVIDIA_SMI_DMON,
+    ("nvidia-smi", "dmon", "-s", "pucvmet", "-c", "1"),
+    "one dmon sample (utilization, power, clocks, violations, memory, ECC, PCIe)",
+)
+GPU_VIEW_COMMANDS = (SMI_LIST, SMI_QUERY, SMI_CSV, SMI_DMON)

@@ -56,6 +56,21 @@ class FileTree:
         except OSError:
             return []
 
+    def glob(self, pattern: str, limit: int = 100_000) -> list[str]:
+        """Files under the root matching `pattern` (relative, `*`/`?`/`[...]` per component),
+        as relative paths in sorted order; links are followed (a class link's target is read
+        under the link's own path); at most `limit` paths."""
+        import glob as globbing
+
+        root = str(self.root)
+        found: list[str] = []
+        for match in globbing.iglob(pattern.lstrip("/"), root_dir=root):
+            if self.path(match) is not None and os.path.isfile(os.path.join(root, match)):
+                found.append(match)
+                if len(found) >= limit:
+                    break
+        return sorted(found)
+
     def real_relative(self, relative: str) -> str | None:
         """The path with symlinks resolved, relative to the root (live sysfs device links)."""
         path = self.path(relative)

@@ -10,12 +10,13 @@ import os
 import platform
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from .artifacts import COMMAND_ARTIFACTS
+from ..contract.declarations import CommandSpec
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
@@ -37,15 +38,25 @@ class LiveOptions:
     sample_seconds: float = 3.0
     sample_interval_s: float = 0.2
     sys_root: str = "/sys"
-    trt_log_paths: list[Path] = field(default_factory=list)
+    proc_root: str = "/proc"
+    # log files by the folder a check declared them under (`LogFilesSpec`)
+    log_paths: dict[str, list[Path]] = field(default_factory=dict)
     load_seconds: float | None = None
     driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
 class LiveSources(Memo):
-    def __init__(self, options: LiveOptions, runner: CommandRunner | None = None) -> None:
+    def __init__(
+        self,
+        options: LiveOptions,
+        runner: CommandRunner | None = None,
+        commands: Mapping[str, CommandSpec] | None = None,
+    ) -> None:
         super().__init__()
         self.options = options
+        self._commands = dict(commands or {})  # the selected checks' declared commands
+        self._procfs = FileTree(Path(options.proc_root))
+        self._files = FileTree(Path("/"))
         self.runner = runner or CommandRunner()
         self._sysfs = FileTree(Path(options.sys_root))
         self._lock = threading.Lock()
@@ -65,6 +76,14 @@ class LiveSources(Memo):
     def sysfs(self) -> FileTree:
         return self._sysfs
 
+    @property
+    def procfs(self) -> FileTree:
+        return self._procfs
+
+    @property
+    def files(self) -> FileTree:
+        return self._files
+
     def driver(self) -> DriverProbe:
         if self._driver is None:
             self._driver = self._probe_driver()
@@ -82,15 +101,15 @@ class LiveSources(Memo):
         return DriverProbe("absent", "no NVIDIA driver on this machine (no nvidia-smi, no module)")
 
     def artifact(self, name: str) -> Artifact:
-        spec = COMMAND_ARTIFACTS.get(name)
+        spec = self._commands.get(name)
         if spec is None:
-            return Artifact(name, None, name, reason=f"{name} is not produced on a live node")
+            return Artifact(name, None, name, reason=f"no selected check declares {name}")
         with self._lock:
             lock = self._command_locks.setdefault(name, threading.Lock())
         with lock:  # concurrent checks asking for the same output share one run
             if name not in self._artifacts:
                 self._artifacts[name] = _as_artifact(
-                    name, self.runner.run(spec.argv, self.options.command_timeout_s)
+                    name, self.runner.run(spec.argv, self._timeout(spec))
                 )
             return self._artifacts[name]
 
@@ -129,8 +148,12 @@ class LiveSources(Memo):
         self._load = start_load(float(self.options.load_seconds or 0.0))
         return self._load.summary()
 
-    def trt_logs(self) -> list[Path]:
-        return list(self.options.trt_log_paths)
+    def _timeout(self, spec: CommandSpec) -> float:
+        limit = self.options.command_timeout_s
+        return limit if spec.timeout_s is None else min(spec.timeout_s, limit)
+
+    def log_files(self, folder: str) -> list[Path]:
+        return list(self.options.log_paths.get(folder, []))
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -8,8 +8,12 @@ are read the same way: the path's components are the upstream ports, root port f
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from .files import FileTree
+
+if TYPE_CHECKING:
+    from .base import Sources
 
 BDF = re.compile(r"^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 NVIDIA_VENDOR = "0x10de"
@@ -92,3 +96,16 @@ def _all_bdfs(sysfs: FileTree) -> list[str]:
                 if BDF.match(name):
                     found.append(name)
     return found
+
+
+def gpu_path_files(sources: Sources) -> list[str]:
+    """The sysfs files `collect` records for the PCIe checks: `DEVICE_FILES` of every port on
+    each GPU's path (the GPUs NVML lists and the NVIDIA GPUs sysfs shows), as resolved paths."""
+    snapshot, _ = sources.gpu_snapshot()
+    bdfs = {g["pci_bus_id"] for g in (snapshot or {}).get("gpus", []) if g.get("pci_bus_id")}
+    bdfs.update(nvidia_gpus(sources.sysfs))
+    found: list[str] = []
+    for bdf in sorted(bdfs):
+        for _bus, folder in port_folders(sources.sysfs, bdf) or []:
+            found.extend(f"{folder}/{name}" for name in DEVICE_FILES)
+    return list(dict.fromkeys(found))

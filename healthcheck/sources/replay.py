@@ -29,6 +29,8 @@ class ReplaySources(Memo):
         self._label = label or str(bundle)
         self._files = FileTree(bundle, confined=True)
         self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True)
+        self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True)
+        self._host_files = FileTree(bundle / names.FILES_DIR, confined=True)
 
     @property
     def mode(self) -> str:
@@ -37,6 +39,14 @@ class ReplaySources(Memo):
     @property
     def sysfs(self) -> FileTree:
         return self._sysfs
+
+    @property
+    def procfs(self) -> FileTree:
+        return self._procfs
+
+    @property
+    def files(self) -> FileTree:
+        return self._host_files
 
     def driver(self) -> DriverProbe:
         recorded = self.meta().get("nvidia_driver")
@@ -78,8 +88,8 @@ class ReplaySources(Memo):
         problem = snapshot_problem(data, artifact.ref)
         return (None, problem) if problem else (data, None)
 
-    def trt_logs(self) -> list[Path]:
-        folder = self._files.path(names.TENSORRT_DIR)
+    def log_files(self, folder_name: str) -> list[Path]:
+        folder = self._files.path(folder_name)
         if folder is None or not folder.is_dir():
             return []
         found = []

@@ -6,8 +6,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from sitscheck.check import CheckContext, CheckOutput, MetricSpec
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput, MetricSpec
 from sitscheck.errors import ProbeError
 from sitscheck.models import Finding, Layer, Severity
 from sitscheck.sources.base import Sources

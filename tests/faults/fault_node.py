@@ -296,7 +296,7 @@ class _Recorded:
 
 
 def record_progress(checks: list[Any], spec: NodeSpec) -> list[Any]:
-    from sitscheck.registry import BrokenCheck
+    from sitscheck.contract.registry import BrokenCheck
 
     progress = Path(spec.progress)
     return [c if isinstance(c, BrokenCheck) else _Recorded(c, progress) for c in checks]

@@ -22,8 +22,8 @@ from fakes.fake_checks import FakeCheck, HangingCheck
 from fakes.procs import read_pids, still_running
 from fault_expect import CHECKS, outline, result
 from fault_node import NodeSpec, finished, hang_body, write_smi
-from sitscheck.check import Check
 from sitscheck.config import RunConfig
+from sitscheck.contract import Check
 from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
 from sitscheck.models import CheckResult, Report, Status
 from sitscheck.runner import run_checks

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 from fakes.fake_checks import CrashingApplicability, FakeCheck, HangingCheck, RaisingCheck, finding
-from sitscheck.check import Check, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import Check, CheckOutput
+from sitscheck.contract.registry import BrokenCheck, select
 from sitscheck.errors import ProbeError
 from sitscheck.models import Severity, Status
-from sitscheck.registry import BrokenCheck, select
 from sitscheck.runner import run_checks, status_of
 from sitscheck.sources.replay import ReplaySources
 

@@ -8,11 +8,11 @@ from typing import Any, cast
 
 import pytest
 from fakes.fake_pynvml import ERROR_CODES, INVENTORY_KEYS, FakePynvml
-from sitscheck.check import Check
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
+from sitscheck.contract import Check
+from sitscheck.contract.registry import BrokenCheck
 from sitscheck.models import Status
-from sitscheck.registry import BrokenCheck
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot

@@ -10,11 +10,11 @@ from typing import cast
 import pytest
 from fakes.commands import hanging_command
 from fakes.procs import read_pids, still_running
-from sitscheck.check import Check
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
+from sitscheck.contract import Check
+from sitscheck.contract.registry import BrokenCheck
 from sitscheck.models import Status
-from sitscheck.registry import BrokenCheck
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources

@@ -14,8 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from sitscheck import plugins
-from sitscheck.registry import discover
+from sitscheck.contract import plugins
+from sitscheck.contract.registry import discover
 
 SLOW = ("pydantic", "importlib.metadata", "celpy", "yaml", "rich", "pynvml", "opentelemetry")
 

@@ -212,7 +212,7 @@ def _read_back(sources: ReplaySources) -> None:
         sources.artifact(name)
     sources.meta()
     sources.driver()
-    sources.trt_logs()
+    sources.log_files("tensorrt")
     stream = sources.kernel_log()
     if stream.lines is not None:
         for _ in stream.lines:

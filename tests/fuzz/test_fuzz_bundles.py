@@ -124,7 +124,7 @@ def test_symlinks_out_of_a_bundle_folder_are_not_followed(tmp_path: Path) -> Non
         (bundle / name).symlink_to(outside / "secret.txt")
     shutil.rmtree(bundle / names.SYSFS_DIR)
     (bundle / names.SYSFS_DIR).symlink_to(outside / "sysfs")
-    (bundle / names.TENSORRT_DIR).symlink_to(outside)
+    (bundle / "tensorrt").symlink_to(outside)
     (bundle / "inside.txt").write_text((BUNDLE / names.NVIDIA_SMI_L).read_text())
 
     report = execute(RunRequest(RunConfig(), str(bundle)))
@@ -189,7 +189,7 @@ def huge_bundle(tmp_path: Path) -> Iterator[Path]:
     bundle = tmp_path / "huge"
     for name in (*names.COMMAND_ARTIFACTS, names.NVML_JSON, names.META_JSON):
         sparse(bundle / name)
-    sparse(bundle / names.TENSORRT_DIR / "build.log")
+    sparse(bundle / "tensorrt" / "build.log")
     device = bundle / names.SYSFS_DIR / "devices" / "pci0000:00" / "0000:00:06.0"
     for name in ("current_link_width", "vendor", "class", "aer_dev_correctable"):
         sparse(device / name)

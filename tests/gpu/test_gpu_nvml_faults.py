@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from fakes.fake_pynvml import FakePynvml
 from gpu_helpers import IDLE, run_bundle
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.checks.gpu_telemetry.check import GpuTelemetryCheck
 from sitscheck.checks.memory_errors.check import MemoryErrorsCheck
 from sitscheck.checks.pcie_link.check import PcieLinkCheck
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
+from sitscheck.contract.registry import discover, select
 from sitscheck.models import Status
-from sitscheck.registry import discover, select
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot

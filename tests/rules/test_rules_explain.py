@@ -1,5 +1,5 @@
-"""`sitscheck explain CODE` (explain.py over codes.py, the Xid catalog and the rule set), and
-the finding-code table against what the checks actually raise."""
+"""`sitscheck explain CODE` (explain.py over the code tables the checks declare, the Xid
+catalog's among them, and the rule set), and those tables against what the checks raise."""
 
 from __future__ import annotations
 
@@ -8,14 +8,41 @@ from pathlib import Path
 
 import pytest
 from rule_scenarios import TESTS
-from sitscheck import codes
+from sitscheck.contract.declarations import CodeSpec, declaration_of
+from sitscheck.contract.registry import discover
 from sitscheck.cli import app
 from sitscheck.engine.loader import load_rules, rule_files
 from sitscheck.errors import ConfigError
-from sitscheck.explain import explain, explain_text, normalise
+from sitscheck.explain import Explanation
+from sitscheck.explain import explain as explain_with
+from sitscheck.explain import explain_text as explain_text_with
 from typer.testing import CliRunner
 
 RULESET = load_rules(rule_files([]))
+FOUND = discover()
+# every finding code a check declares, the Xid catalog's numbered codes aside
+DECLARED: dict[str, CodeSpec] = {
+    spec.code: spec
+    for check in FOUND
+    if check.name != "xid"
+    for spec in declaration_of(check).codes
+}
+
+
+def explain(code: str, ruleset: object) -> Explanation:
+    return explain_with(code, ruleset, FOUND)  # type: ignore[arg-type]
+
+
+def explain_text(code: str, ruleset: object) -> str:
+    return explain_text_with(code, ruleset, FOUND)  # type: ignore[arg-type]
+
+
+def normalise(code: str) -> str:
+    for check in FOUND:
+        named = declaration_of(check).codes.normalise(code)
+        if named is not None:
+            return named
+    return code.strip().lower()
 CHECKS = TESTS.parent / "checks"
 _LITERAL = re.compile(r"""\bcode=(f?)"([^"]+)\"""")
 # Every code template the checks build with an f-string, and what it expands to.
@@ -35,6 +62,7 @@ TEMPLATES = {
     },
     "pcie_aer.counter_{kind}": {"pcie_aer.counter_fatal", "pcie_aer.counter_nonfatal"},
     "{group.kind}.{group.code}": set(),  # xid.N / sxid.N: the Xid catalog's
+    "{info.kind}.{info.code}": set(),  # the Xid catalog served as a code table
 }
 
 
@@ -52,15 +80,16 @@ def test_every_code_the_checks_raise_is_documented() -> None:
     assert literals, "no code= found: the scan is broken"
     assert templates == set(TEMPLATES), "a check builds a new code template: document it"
     expected = literals.union(*TEMPLATES.values())
-    assert expected - set(codes.CODES) == set()
-    assert set(codes.CODES) - expected == set(), "documented codes no check raises"
+    assert expected - set(DECLARED) == set()
+    assert set(DECLARED) - expected == set(), "documented codes no check raises"
 
 
-def test_every_code_has_a_severity_an_action_and_a_checks_evidence() -> None:
-    for code in codes.CODES:
-        assert code in codes.SEVERITY and code in codes.ACTION, code
-        check = codes.check_of(code)
-        assert check in codes.CHECK_LAYER and check in codes.CHECK_EVIDENCE, code
+def test_every_code_has_a_meaning_an_action_and_its_checks_evidence() -> None:
+    by_name = {check.name: check for check in FOUND}
+    for code, spec in DECLARED.items():
+        assert spec.meaning and spec.action, code
+        check = by_name[code.split(".", 1)[0]]
+        assert declaration_of(check).evidence.summary, code
 
 
 def test_the_driver_states_in_the_table_are_the_sources_states() -> None:
@@ -86,7 +115,7 @@ def test_the_driver_states_in_the_table_are_the_sources_states() -> None:
         ("79", "xid.79"),
         ("SXid 12028", "sxid.12028"),
         ("sxid.012028", "sxid.12028"),
-        (" Quick_Check.Thermal_DFS ", "quick_check.thermal_dfs"),
+        ("pcie_link.width_degraded", "pcie_link.width_degraded"),
     ],
 )
 def test_codes_are_normalised(given: str, wanted: str) -> None:
@@ -125,7 +154,7 @@ def test_an_xid_comes_from_the_catalog() -> None:
     assert "critical" in text and "driver" in text
     assert "explained by:  quick_check.fell_off_bus_pcie" in text
     assert "reboot" in text
-    assert explain("xid.48", RULESET).kind == "xid"
+    assert explain("xid.48", RULESET).code == "xid.48"
     assert "quick_check.memory_dbe_confirmed" in explain_text("xid.48", RULESET)
     unknown = explain_text("xid.9999", RULESET)
     assert "not in this catalog" in unknown
@@ -133,7 +162,7 @@ def test_an_xid_comes_from_the_catalog() -> None:
 
 def test_an_sxid_comes_from_the_catalog() -> None:
     explanation = explain("sxid.12028", RULESET)
-    assert explanation.kind == "sxid"
+    assert explanation.code == "sxid.12028"
     assert "NVSwitch" in explain_text("sxid.12028", RULESET)
 
 
@@ -149,7 +178,7 @@ def test_every_rule_and_every_code_explains() -> None:
     for rule in RULESET.rules:
         text = explain_text(rule.id, RULESET)
         assert "  action:" in text and "  source:" in text, rule.id
-    for code in codes.CODES:
+    for code in DECLARED:
         assert "  action:" in explain_text(code, RULESET), code
 
 

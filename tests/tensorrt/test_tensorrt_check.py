@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from corpus_paths import corpus_root
-from sitscheck.check import Check
 from sitscheck.checks.tensorrt.check import TensorrtCheck
 from sitscheck.checks.tensorrt.impl import display_name
 from sitscheck.config import RunConfig
+from sitscheck.contract import Check
+from sitscheck.contract.registry import discover
 from sitscheck.models import Severity, Status
-from sitscheck.registry import discover
 from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import (

@@ -10,10 +10,10 @@ import types
 from pathlib import Path
 from typing import Any
 
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.checks.tensorrt.check import TensorrtCheck
 from sitscheck.checks.tensorrt.probe import Spawn
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.sources.replay import ReplaySources
 
 TESTS = Path(__file__).resolve().parent.parent

@@ -20,12 +20,12 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.assemble import mark_explanations
 from sitscheck.checks.topology.parse import parse_topo
 from sitscheck.config import RunConfig
+from sitscheck.contract.registry import discover, select
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_profiles, load_rules
 from sitscheck.models import CheckResult, Status, Verdict
 from sitscheck.profiles import select_profile
-from sitscheck.registry import discover, select
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources

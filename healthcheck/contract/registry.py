@@ -48,7 +48,7 @@ def select(
     names = {c.name for c in checks}
     unknown = sorted((set(only) | set(skip)) - names)
     if unknown:
-        from .errors import ConfigError
+        from ..errors import ConfigError
 
         raise ConfigError(
             f"no such check: {', '.join(unknown)} (known: {', '.join(sorted(names))})"

@@ -1,0 +1,126 @@
+"""The check contract: what a check provides and what it hands back.
+
+A check is any object with these attributes (a Protocol, not a base class): built-ins and
+third-party plugins register the same way, through the `sitscheck.checks` entry points, and
+declare the same things (`declarations`). A check reaches the host only through `ctx`; it
+never renders and never decides thresholds (rules do): it returns facts, metrics and the
+findings that need no threshold.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..errors import ProbeTimeout
+from ..status import Layer
+from .declarations import (
+    CodeTable,
+    EvidenceSpec,
+    KernelLogInterest,
+    MetricSpec,
+    ProfileKey,
+    resolve,
+)
+
+if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load checks
+    from ..config import RunConfig
+    from ..kernlog.scan import KernelLogPass, KernelLogResult
+    from ..models import Finding, Metric
+    from ..sources.base import Sources
+
+
+@dataclass
+class CheckOutput:
+    findings: list[Finding] = field(default_factory=list)
+    metrics: list[Metric] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    not_judged: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a running check may use: the node's evidence, the run's settings, its deadline,
+    its own config section and its share of the one kernel-log pass."""
+
+    sources: Sources
+    config: RunConfig
+    deadline: float
+    name: str = ""
+    kernel_pass: KernelLogPass | None = None
+    settings: Any = None  # the check's own config section (its declared model), or None
+
+    def remaining(self) -> float:
+        return max(self.deadline - time.monotonic(), 0.0)
+
+    def ensure_time(self, what: str) -> None:
+        if self.remaining() <= 0:
+            raise ProbeTimeout(f"deadline passed before {what}")
+
+    def kernel_log(self) -> KernelLogResult:
+        """This check's handler result from the run's one kernel-log pass (made on first ask,
+        shared by every check that declared an interest)."""
+        if self.kernel_pass is None:
+
+            raise ProbeTimeout(f"check {self.name} declared no kernel-log interest")
+        return self.kernel_pass.result_for(self.name)
+
+
+@runtime_checkable
+class Check(Protocol):
+    """The attributes every check has. Optional declarations (`evidence`, `kernel_log`,
+    `codes`, `facts`, `config`, `profile_keys`) are read with `declaration_of`; `BaseCheck`
+    gives their defaults."""
+
+    name: str
+    summary: str
+    layer: Layer
+    needs_gpu: bool
+    metrics: tuple[MetricSpec, ...]
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        """None when the check can run; otherwise why it is skipped."""
+        ...
+
+    def collect(self, ctx: CheckContext) -> CheckOutput: ...
+
+
+class BaseCheck:
+    """Defaults for a check's declarations; a plugin subclasses it and sets what it has."""
+
+    name: str
+    summary: str
+    layer: Layer = Layer.RUNTIME
+    needs_gpu: bool = False
+    metrics: tuple[MetricSpec, ...] = ()
+    evidence: EvidenceSpec = EvidenceSpec()
+    kernel_log: KernelLogInterest | None = None
+    codes: CodeTable | str | None = None
+    facts: str | None = None
+    config: str | None = None
+    profile_keys: tuple[ProfileKey, ...] = ()
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        return None
+
+
+class LazyCheck(BaseCheck):
+    """The class that registers carries only the declarations, and the work (`impl`,
+    "module:attribute" naming a class or an object with `applicable`/`collect`) is imported
+    when the check runs, so listing checks and starting up import no check code."""
+
+    impl: str
+
+    def _target(self) -> Any:
+        target = resolve(self.impl)
+        return target() if isinstance(target, type) else target
+
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        reason: str | None = self._target().applicable(sources, config)
+        return reason
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        output: CheckOutput = self._target().collect(ctx)
+        return output

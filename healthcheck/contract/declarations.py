@@ -1,0 +1,247 @@
+"""What a check declares about itself: its evidence, kernel-log interest, codes and metrics.
+
+Plain frozen dataclasses, importable without pydantic, NVML or any check's code: listing the
+checks and starting up read these declarations only. A built-in check and a third-party
+plugin declare the same things the same way; the rest of the system (live reading, `collect`,
+replay, the one kernel-log pass, findings, `explain`, every reporter, `rules validate`) derives
+what it does for a check from them and from nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from ..status import Severity
+
+
+class FindingKind(str, Enum):
+    """A condition holds now (a link at x8) and clears when it stops holding; an event happened
+    (an Xid) and is new once, then persists only while the evidence still shows it."""
+
+    CONDITION = "condition"
+    EVENT = "event"
+
+
+class ActionCategory(str, Enum):
+    """What an automation may do about a finding (DCGM's ISOLATE/RESET/TRIAGE, NVSentinel's
+    recommended actions), beside the action's text for a person."""
+
+    NONE = "none"  # nothing to do (informative)
+    RERUN = "rerun"  # the evidence was incomplete: run again
+    CONFIGURE = "configure"  # a setting of the node or of sitscheck
+    TRIAGE = "triage"  # a person looks: logs, counters, a second run under load
+    RESET_GPU = "reset_gpu"  # drain the GPU's work and reset it
+    REBOOT = "reboot"  # drain the node and reboot it
+    ISOLATE = "isolate"  # drain the node (or GPU) and keep it out of service
+    REPLACE = "replace"  # hardware inspection / RMA
+
+
+class MetricKind(str, Enum):
+    GAUGE = "gauge"  # a value now (a temperature, a width)
+    COUNTER = "counter"  # cumulative since a start (errors since boot)
+    EVENT = "event"  # a count of events this run saw (Xids in the log)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric a check emits: written once, read by every reporter (node_exporter's
+    `typedDesc`, Datadog's `metadata.csv`). A check emits only metrics it declares."""
+
+    name: str
+    unit: str
+    help: str
+    kind: MetricKind = MetricKind.GAUGE
+
+
+@dataclass(frozen=True, slots=True)
+class CodeSpec:
+    """One finding code: its severity, meaning and action, written once. Findings carry the
+    kind and action category; `sitscheck explain` and the docs read the rest."""
+
+    code: str
+    severity: Severity
+    meaning: str
+    action: str
+    kind: FindingKind = FindingKind.CONDITION
+    category: ActionCategory = ActionCategory.TRIAGE
+    severity_note: str = ""  # e.g. "warning for drain P2P" where the severity depends
+    name: str = ""  # a short name (an Xid's), where the code is a number
+
+
+class CodeTable(Protocol):
+    """A check's finding codes. Most checks list theirs (`Codes`); a catalogue such as the Xid
+    one can answer for numbered codes itself and read spellings such as `Xid 79`."""
+
+    def get(self, code: str) -> CodeSpec | None: ...
+
+    def __iter__(self) -> Iterator[CodeSpec]: ...
+
+    def normalise(self, text: str) -> str | None:
+        """The code `text` names in this table's own spelling, or None."""
+        ...
+
+
+class Codes:
+    """A plain table of `CodeSpec`s."""
+
+    def __init__(self, specs: Iterable[CodeSpec]) -> None:
+        self._specs = {spec.code: spec for spec in specs}
+
+    def get(self, code: str) -> CodeSpec | None:
+        return self._specs.get(code)
+
+    def __iter__(self) -> Iterator[CodeSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def normalise(self, text: str) -> str | None:
+        wanted = text.strip().lower()
+        return wanted if wanted in self._specs else None
+
+
+@dataclass(frozen=True, slots=True)
+class CommandSpec:
+    """A command whose output a check reads. Live: run with this argv (no shell); `collect`:
+    its output saved as `file`; replay: `file` read from the bundle."""
+
+    file: str
+    argv: tuple[str, ...]
+    summary: str
+    timeout_s: float | None = None  # never longer than the check's own deadline
+
+
+@dataclass(frozen=True, slots=True)
+class LogFilesSpec:
+    """Log files named by a run option (e.g. `--trt-log`): read live from the paths the option
+    gives, recorded by `collect` into `folder/`, replayed from there."""
+
+    folder: str
+    option: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceSpec:
+    """Everything a check reads of the node. Globs are relative to the root they name (`/sys`,
+    `/proc`); `files` are absolute paths or globs, recorded under `files/` of a bundle."""
+
+    summary: str = ""
+    commands: tuple[CommandSpec, ...] = ()
+    sysfs: tuple[str, ...] = ()
+    # "module:function": a function of the sources giving sysfs paths (relative to /sys) to
+    # record, for evidence a glob cannot name (the ports on each GPU's PCIe path)
+    sysfs_paths: tuple[str, ...] = ()
+    procfs: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    nvml: tuple[str, ...] = ()  # keys of each GPU's NVML record the check reads
+    kernel_log: bool = False
+    logs: tuple[LogFilesSpec, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A substring that marks a wanted kernel-log line, and how many neighbouring lines come
+    with it (a report's detail lines)."""
+
+    needle: bytes
+    before: int = 0
+    after: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.needle:
+            raise ValueError("an anchor's needle must not be empty")
+
+
+class LineHandler(Protocol):
+    """Receives, in log order, the kernel-log lines its check's anchors asked for."""
+
+    def feed(self, line: Any) -> None:  # a `sitscheck.kernlog.lines.KernelLine`
+        ...
+
+    def finish(self) -> Any:
+        """What the check reads back from `ctx.kernel_log()` (`.result`)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLogInterest:
+    """A check's part in the one kernel-log pass: cheap anchors (found in C over the whole
+    log) and a line handler ("module:attribute", a class or factory made once per pass).
+    A line is a candidate when some interest wants it: its `wants` test ("module:function" of
+    the raw line), else it holds one of the interest's needles. Every handler receives every
+    candidate line in log order (the lines around its own reports too) and ignores what it
+    does not read. `head_lines`: the log's first lines are candidates too (the tail of a report
+    cut off by the start of the log)."""
+
+    anchors: tuple[Anchor, ...]
+    handler: str
+    wants: str | None = None
+    head_lines: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFiles:
+    """Rule files and profile files a package ships: the `*.yaml` in the package named by
+    `package`, and `profiles/*.yaml` under it (entry-point group `sitscheck.rules`)."""
+
+    package: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileKey:
+    """A key a hardware profile may set for a check's rules (`profile.<name>`)."""
+
+    name: str
+    type: str  # "number" | "integer" | "string" | "boolean" | "object"
+    help: str
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A check's declarations gathered, with defaults for what it leaves out."""
+
+    evidence: EvidenceSpec = field(default_factory=EvidenceSpec)
+    kernel_log: KernelLogInterest | None = None
+    codes: CodeTable = field(default_factory=lambda: Codes(()))
+    metrics: tuple[MetricSpec, ...] = ()
+    facts: str | None = None  # "module:Model", a pydantic model of the facts
+    config: str | None = None  # "module:Model", the check's config section
+    profile_keys: tuple[ProfileKey, ...] = ()
+
+
+def resolve(reference: str) -> Any:
+    """The object "module:attribute" names (imported when first needed)."""
+    module, _, attribute = reference.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in filter(None, attribute.split(".")):
+        target = getattr(target, part)
+    return target
+
+
+def declaration_of(check: Any) -> Declaration:
+    """A check's declarations; a lazy code table ("module:attribute") is resolved here."""
+    codes: Any = getattr(check, "codes", None)
+    if isinstance(codes, str):
+        codes = resolve(codes)
+    if codes is None:
+        codes = Codes(())
+    elif not hasattr(codes, "get"):
+        codes = Codes(codes)
+    return Declaration(
+        evidence=getattr(check, "evidence", None) or EvidenceSpec(),
+        kernel_log=getattr(check, "kernel_log", None),
+        codes=codes,
+        metrics=tuple(getattr(check, "metrics", ()) or ()),
+        facts=getattr(check, "facts", None),
+        config=getattr(check, "config", None),
+        profile_keys=tuple(getattr(check, "profile_keys", ()) or ()),
+    )
+
+
+def metric_kinds(metrics: Iterable[MetricSpec]) -> Mapping[str, MetricSpec]:
+    return {spec.name: spec for spec in metrics}
