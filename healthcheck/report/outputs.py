@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contract.plugins import entry_points
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
-from ..contract.plugins import entry_points
 
 Renderer = Callable[[Report, bool], str]
 REPORT_FILE_MODE = 0o640

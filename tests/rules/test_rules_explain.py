@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from rule_scenarios import TESTS
+from sitscheck.cli import app
 from sitscheck.contract.declarations import CodeSpec, declaration_of
 from sitscheck.contract.registry import discover
-from sitscheck.cli import app
 from sitscheck.engine.loader import load_rules, rule_files
 from sitscheck.errors import ConfigError
 from sitscheck.explain import Explanation
