@@ -102,7 +102,9 @@ def bench_kernel_log(scratch: Path, size_mb: int, repeat: int) -> list[Row]:
     grep = best_of(["grep", "-cE", "AER|Xid|SXid", str(log)], repeat)
     scan_code = (
         "import sys; from pathlib import Path; "
-        "from sitscheck.kernlog.scan import scan_file; scan_file(Path(sys.argv[1]))"
+        "from sitscheck.contract.registry import discover; "
+        "from sitscheck.kernlog.scan import declared_interests, scan_file; "
+        "scan_file(Path(sys.argv[1]), declared_interests(discover()))"
     )
     scan = best_of([PY, "-c", scan_code, str(log)], repeat)
     rows = [

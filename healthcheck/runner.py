@@ -16,8 +16,9 @@ from .config import RunConfig
 from .contract import Check, CheckContext, CheckOutput
 from .contract.declarations import Declaration, declaration_of
 from .contract.registry import BrokenCheck
+from .engine.identity import duplicated_identities, gpu_records
 from .errors import ProbeError
-from .kernlog.scan import KernelLogPass
+from .kernlog.scan import KernelLogPass, declared_interests
 from .models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
 from .sources.base import Sources
 
@@ -46,12 +47,7 @@ def run_checks(
     run_deadline = started + config.run_timeout_s
     results: dict[str, CheckResult] = {}
     slots: list[_Slot] = []
-    interests = {
-        c.name: interest
-        for c in checks
-        if not isinstance(c, BrokenCheck)
-        and (interest := declaration_of(c).kernel_log) is not None
-    }
+    interests = declared_interests(checks)
     kernel_pass = KernelLogPass(sources, interests) if interests else None
     for check in checks:
         if isinstance(check, BrokenCheck):
@@ -143,9 +139,11 @@ def _declared(output: CheckOutput, declaration: Declaration) -> CheckOutput:
             undeclared.append(f"metric {metric.name}")
         else:
             metric.kind = kind  # type: ignore[assignment]
+    problems = duplicated_identities(gpu_records(output.facts))
     if undeclared:
-        problem = "not declared by the check: " + ", ".join(sorted(set(undeclared)))
-        output.error = f"{output.error}; {problem}" if output.error else problem
+        problems.append("not declared by the check: " + ", ".join(sorted(set(undeclared))))
+    if problems:
+        output.error = "; ".join([*([output.error] if output.error else []), *problems])
     return output
 
 

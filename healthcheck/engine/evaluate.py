@@ -14,6 +14,7 @@ from typing import Any
 
 from ..models import CheckResult, Device, Status, Verdict
 from .cel import CelEnvironment, render_message
+from .identity import gpu_identity, gpu_records
 from .model import CompiledExpr, Profile, Rule, RuleSet
 
 PROFILE_REQUIREMENT = "profile"
@@ -80,6 +81,7 @@ def build_activation(
             "check": r.name,
             "severity": f.severity.value,
             "gpu": f.device.index if f.device and f.device.index is not None else -1,
+            "pci_bus_id": (f.device.pci_bus_id if f.device else None) or "",
         }
         for r in results
         for f in r.findings
@@ -113,24 +115,50 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
-    """One record per GPU index: each check's per-GPU entry for it, under the check name.
-
-    Per-GPU records are the dicts in a check's `facts.gpus` (or `facts.per_gpu`, where `gpus`
-    is a list of names, as the topology facts are), keyed by `index`.
-    """
-    views: dict[int, dict[str, Any]] = {}
+    """One record per GPU: each check's per-GPU entry for it, under the check name, joined by
+    the GPU's identity (PCI bus id, else UUID: `identity.gpu_identity`), never by list index.
+    A record that names its GPU only by UUID or index joins the GPU that a bus-id record gave
+    that UUID or index, when exactly one did. A second record of one check with an identity
+    already seen is left out (the runner made that check UNKNOWN, naming both)."""
+    views: dict[str, dict[str, Any]] = {}
+    weak: list[tuple[str, dict[str, Any]]] = []
     for result in results:
-        records = [*(result.facts.get("gpus") or []), *(result.facts.get("per_gpu") or [])]
-        for entry in records:
-            if not isinstance(entry, dict) or not isinstance(entry.get("index"), int):
+        mine: set[str] = set()
+        for entry in gpu_records(result.facts):
+            identity = gpu_identity(entry)
+            if identity is None or identity in mine:
                 continue
-            view = views.setdefault(entry["index"], {"index": entry["index"]})
-            view[result.name] = entry
-            if entry.get("pci_bus_id") and "pci_bus_id" not in view:
-                view["pci_bus_id"] = entry["pci_bus_id"]
-            if entry.get("name") and "name" not in view:
-                view["name"] = entry["name"]
-    return [views[i] for i in sorted(views)]
+            mine.add(identity)
+            if identity.startswith("pci:"):
+                _join(views.setdefault(identity, {}), result.name, entry)
+            else:
+                weak.append((result.name, entry))
+    for name, entry in weak:
+        identity = gpu_identity(entry) or ""
+        matches = [v for v in views.values() if _alias(v, identity)]
+        view = matches[0] if len(matches) == 1 else views.setdefault(identity, {})
+        if name not in view:
+            _join(view, name, entry)
+    return sorted(views.values(), key=_order)
+
+
+def _join(view: dict[str, Any], name: str, entry: dict[str, Any]) -> None:
+    view[name] = entry
+    for key in ("index", "pci_bus_id", "name", "uuid"):
+        if entry.get(key) is not None and key not in view:
+            view[key] = entry[key]
+
+
+def _alias(view: dict[str, Any], identity: str) -> bool:
+    kind, _, value = identity.partition(":")
+    if kind == "uuid":
+        return str(view.get("uuid") or "") == value
+    return kind == "index" and str(view.get("index")) == value
+
+
+def _order(view: dict[str, Any]) -> tuple[int, str]:
+    index = view.get("index")
+    return (index if isinstance(index, int) else 1 << 30, str(view.get("pci_bus_id") or ""))
 
 
 def _device(gpu: dict[str, Any]) -> Device:

@@ -89,6 +89,19 @@ def _holds_any(needles: tuple[str, ...]) -> Callable[[str], bool]:
     return lambda raw: any(needle in raw for needle in needles)
 
 
+def declared_interests(checks: Iterable[Any]) -> dict[str, KernelLogInterest]:
+    """The kernel-log interests the checks declare, by check name."""
+    from ..contract.declarations import declaration_of
+
+    found: dict[str, KernelLogInterest] = {}
+    for check in checks:
+        if hasattr(check, "collect"):
+            interest = declaration_of(check).kernel_log
+            if interest is not None:
+                found[check.name] = interest
+    return found
+
+
 def scan_lines(
     lines: Iterable[str], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:

@@ -54,7 +54,8 @@ class LiveSources(Memo):
     ) -> None:
         super().__init__()
         self.options = options
-        self._commands = dict(commands or {})  # the selected checks' declared commands
+        # the selected checks' declared commands; None: those of every installed check
+        self._commands = dict(commands) if commands is not None else None
         self._procfs = FileTree(Path(options.proc_root))
         self._files = FileTree(Path("/"))
         self.runner = runner or CommandRunner()
@@ -101,7 +102,7 @@ class LiveSources(Memo):
         return DriverProbe("absent", "no NVIDIA driver on this machine (no nvidia-smi, no module)")
 
     def artifact(self, name: str) -> Artifact:
-        spec = self._commands.get(name)
+        spec = self._declared_commands().get(name)
         if spec is None:
             return Artifact(name, None, name, reason=f"no selected check declares {name}")
         with self._lock:
@@ -147,6 +148,14 @@ class LiveSources(Memo):
 
         self._load = start_load(float(self.options.load_seconds or 0.0))
         return self._load.summary()
+
+    def _declared_commands(self) -> dict[str, CommandSpec]:
+        if self._commands is None:
+            from ..contract.evidence import gather
+            from ..contract.registry import discover
+
+            self._commands = gather(discover()).commands
+        return self._commands
 
     def _timeout(self, spec: CommandSpec) -> float:
         limit = self.options.command_timeout_s

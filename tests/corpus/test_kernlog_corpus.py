@@ -15,6 +15,7 @@ import sitscheck.kernlog.scan as scan
 from corpus_paths import corpus_root
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
+from sitscheck.contract.registry import discover
 from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
 from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines
 
@@ -94,12 +95,15 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(scan, "CHUNK_BYTES", 70_001)
-    bulk = scan.scan_file(path)
+    interests = scan.declared_interests(discover())
+    bulk = scan.scan_file(path, interests)
     monkeypatch.setattr(scan, "CHUNK_BYTES", path.stat().st_size)
     monkeypatch.setattr(needles_module, "BULK_BYTES", path.stat().st_size + 1)
-    assert bulk == scan.scan_file(path)
+    assert bulk == scan.scan_file(path, interests)
     assert bulk[0] == len(lines)
-    assert len(bulk[1]) >= KINDS["aer"].minimum and len(bulk[2]) >= KINDS["xid"].minimum
+    found = bulk[1]
+    assert len(found["pcie_aer"]) >= KINDS["aer"].minimum
+    assert len(found["xid"]) >= KINDS["xid"].minimum
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))

@@ -40,6 +40,7 @@ def event(code: str, device: Device = GPU0) -> Finding:
         message=code,
         device=device,
         evidence=[Evidence(source="kernel log", ref="dmesg")],
+        kind="event",  # as the xid check declares its codes
     )
 
 
@@ -223,6 +224,7 @@ def aer(value: float, port: str = "0000:3a:00.0") -> Metric:
         value=value,
         unit="{error}",
         labels={"device": port, "error.type": "pcie_aer_correctable"},
+        kind="counter",  # as the pcie_aer check declares it
     )
 
 

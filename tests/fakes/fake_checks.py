@@ -1,4 +1,4 @@
-"""Small check classes implementing the `sitscheck.check.Check` protocol, for runner tests."""
+"""Small check classes implementing the `sitscheck.contract.Check` protocol, for runner tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 
 from sitscheck.config import RunConfig
-from sitscheck.contract import CheckContext, CheckOutput, MetricSpec
+from sitscheck.contract import CheckContext, CheckOutput, Codes, CodeSpec, MetricSpec
 from sitscheck.errors import ProbeError
 from sitscheck.models import Finding, Layer, Severity
 from sitscheck.sources.base import Sources
@@ -26,6 +26,22 @@ class FakeCheck:
     needs_gpu: bool = False
     metrics: tuple[MetricSpec, ...] = ()
     ran_on: list[str] = field(default_factory=list)
+    declare_output: bool = True  # declare the codes and metrics `output` holds (the contract)
+
+    def __post_init__(self) -> None:
+        if self.declare_output and isinstance(self.output, CheckOutput):
+            named = {m.name: MetricSpec(m.name, m.unit, "fake") for m in self.output.metrics}
+            self.metrics = (*self.metrics, *named.values())
+
+    @property
+    def codes(self) -> Codes:
+        if not self.declare_output or not isinstance(self.output, CheckOutput):
+            return Codes(())
+        return Codes(
+            CodeSpec(f.code, f.severity, "a fake finding", "none")
+            for f in self.output.findings
+            if hasattr(f, "code")
+        )
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         return self.skip

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from fakes.fake_checks import CrashingApplicability, FakeCheck, HangingCheck, RaisingCheck, finding
 from sitscheck.config import RunConfig
-from sitscheck.contract import Check, CheckOutput
+from sitscheck.contract import Check, CheckOutput, MetricSpec
 from sitscheck.contract.registry import BrokenCheck, select
 from sitscheck.errors import ProbeError
-from sitscheck.models import Severity, Status
+from sitscheck.models import Metric, Severity, Status
 from sitscheck.runner import run_checks, status_of
 from sitscheck.sources.replay import ReplaySources
 
@@ -175,3 +175,71 @@ def test_a_check_returning_the_wrong_type_is_unknown_and_the_run_goes_on(
     assert bad_result.status == Status.UNKNOWN
     assert bad_result.error
     assert good_result.status == Status.OK
+
+
+def test_a_finding_or_metric_the_check_does_not_declare_makes_it_unknown(
+    sources: ReplaySources,
+) -> None:
+    """The contract is the declarations: an undeclared code or metric is the check's error."""
+    output = CheckOutput(
+        findings=[finding("x.undeclared", Severity.WARNING)],
+        metrics=[Metric(name="x.metric", value=1.0, unit="1")],
+    )
+    (result,) = run_checks(
+        [FakeCheck("x", output=output, declare_output=False)], sources, config()
+    )
+    assert result.status == Status.UNKNOWN
+    assert result.error is not None
+    assert "finding code x.undeclared" in result.error and "metric x.metric" in result.error
+
+
+def test_findings_and_metrics_get_the_kind_and_category_their_check_declares(
+    sources: ReplaySources,
+) -> None:
+    from sitscheck.contract import ActionCategory, Codes, CodeSpec, FindingKind, MetricKind
+
+    class Declaring(FakeCheck):
+        @property
+        def codes(self) -> Codes:
+            return Codes(
+                [
+                    CodeSpec(
+                        "x.event",
+                        Severity.WARNING,
+                        "it happened",
+                        "look at it",
+                        FindingKind.EVENT,
+                        ActionCategory.TRIAGE,
+                    )
+                ]
+            )
+
+    output = CheckOutput(
+        findings=[finding("x.event", Severity.WARNING)],
+        metrics=[Metric(name="x.errors", value=3.0, unit="{error}")],
+    )
+    check = Declaring("x", output=output, declare_output=False)
+    check.metrics = (MetricSpec("x.errors", "{error}", "errors", MetricKind.COUNTER),)
+    (result,) = run_checks([check], sources, config())
+    assert result.error is None, result.error
+    (found,) = result.findings
+    assert (found.kind, found.action_category, found.action) == ("event", "triage", "look at it")
+    assert result.metrics[0].kind == "counter"
+
+
+def test_two_gpu_records_with_one_bus_id_make_the_check_unknown_naming_both(
+    sources: ReplaySources,
+) -> None:
+    output = CheckOutput(
+        facts={
+            "gpus": [
+                {"index": 0, "pci_bus_id": "0000:19:00.0"},
+                {"index": 1, "pci_bus_id": "00000000:19:00.0"},
+            ]
+        }
+    )
+    (result,) = run_checks([FakeCheck("x", output=output)], sources, config())
+    assert result.status == Status.UNKNOWN
+    assert result.error is not None
+    assert "0000:19:00.0" in result.error
+    assert "record 0 (index 0" in result.error and "record 1 (index 1" in result.error

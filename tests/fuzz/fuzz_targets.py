@@ -26,13 +26,15 @@ from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.checks.topology.parse import TopoParseError, parse_topo
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.config import load_site_config
+from sitscheck.contract.evidence import gather
+from sitscheck.contract.registry import discover
 from sitscheck.daemon.state import STATE_FILE, load_state
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import BundleError, ConfigError, RuleError
 from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines
-from sitscheck.kernlog.scan import scan_lines
+from sitscheck.kernlog.scan import declared_interests, scan_lines
 from sitscheck.smi.dmon import parse_dmon_result
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import parse_query_csv_result
@@ -43,6 +45,11 @@ from sitscheck.sources.bundle import opened_bundle
 from sitscheck.sources.replay import ReplaySources
 
 Target = Callable[[bytes], None]
+
+INTERESTS = declared_interests(discover())
+
+# every command output the installed checks declare
+DECLARED_FILES = tuple(gather(discover()).commands)
 
 
 def text_of(data: bytes) -> str:
@@ -127,7 +134,8 @@ def trt_log(data: bytes) -> None:
 
 def kernel_log(data: bytes) -> None:
     """Both ways a kernel log is read: lines of text (live), chunks of a file (bundle)."""
-    lines, aer, xid = scan_lines(text_of(data).splitlines())
+    lines, found = scan_lines(text_of(data).splitlines(), INTERESTS)
+    aer, xid = found["pcie_aer"], found["xid"]
     assert lines >= 0
     for event in [*aer, *xid]:
         json.dumps(event.to_fact(), default=str)
@@ -208,7 +216,7 @@ def bundle_tar(data: bytes) -> None:
 
 
 def _read_back(sources: ReplaySources) -> None:
-    for name in names.COMMAND_ARTIFACTS:
+    for name in DECLARED_FILES:
         sources.artifact(name)
     sources.meta()
     sources.driver()

@@ -27,6 +27,8 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES
 from sitscheck.checks.xid.parse import XID_ANCHORS
 from sitscheck.config import RunConfig
+from sitscheck.contract.evidence import gather
+from sitscheck.contract.registry import discover
 from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.sources import artifacts as names
 
@@ -58,6 +60,9 @@ member = st.tuples(
     st.sampled_from(LINK_TARGETS),
     st.binary(max_size=64),
 )
+
+# every command output the installed checks declare
+DECLARED_FILES = tuple(gather(discover()).commands)
 
 
 def tarball(members: list[tuple[str, bytes, str, bytes]], compress: bool) -> bytes:
@@ -119,7 +124,7 @@ def test_symlinks_out_of_a_bundle_folder_are_not_followed(tmp_path: Path) -> Non
     (outside / "sysfs").mkdir()
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLE, bundle)
-    for name in (*names.COMMAND_ARTIFACTS, names.DMESG, names.NVML_JSON, names.META_JSON):
+    for name in (*DECLARED_FILES, names.DMESG, names.NVML_JSON, names.META_JSON):
         (bundle / name).unlink()
         (bundle / name).symlink_to(outside / "secret.txt")
     shutil.rmtree(bundle / names.SYSFS_DIR)
@@ -187,7 +192,7 @@ def huge_bundle(tmp_path: Path) -> Iterator[Path]:
     """Every evidence file but the kernel log 10 GB of NULs, a sysfs link file and a TensorRT
     log included (the kernel log's own case is below)."""
     bundle = tmp_path / "huge"
-    for name in (*names.COMMAND_ARTIFACTS, names.NVML_JSON, names.META_JSON):
+    for name in (*DECLARED_FILES, names.NVML_JSON, names.META_JSON):
         sparse(bundle / name)
     sparse(bundle / "tensorrt" / "build.log")
     device = bundle / names.SYSFS_DIR / "devices" / "pci0000:00" / "0000:00:06.0"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import sitscheck.kernlog.scan as scan
+from sitscheck.contract.registry import discover
 
 REPORT = [
     "[ 5.100000] pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
@@ -45,6 +46,7 @@ def test_scan_file_gives_what_scan_lines_gives(
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + ("\n" if newline_at_end else ""))
     assert path.stat().st_size > 10 * scan.CHUNK_BYTES
-    count, aer, xid = scan.scan_file(path)
-    assert (count, aer, xid) == scan.scan_lines(lines)
-    assert (count, len(aer), len(xid)) == (len(lines), 20, 40)
+    interests = scan.declared_interests(discover())
+    count, found = scan.scan_file(path, interests)
+    assert (count, found) == scan.scan_lines(lines, interests)
+    assert (count, len(found["pcie_aer"]), len(found["xid"])) == (len(lines), 20, 40)
