@@ -7,7 +7,7 @@ import json
 from ..models import Report
 
 
-def render_json(report: Report) -> str:
+def render_json(report: Report, verbose: bool = False) -> str:
     return report.model_dump_json(indent=2) + "\n"
 
 

@@ -1,9 +1,10 @@
 """Where a report goes: `--output NAME[=PATH]`, several allowed.
 
-`table` (rich on a TTY, plain text otherwise), `text`, `json`, `junit` (XML for image-validation
-pipelines), `npd` (node-problem-detector's one line), `prom=DIR` (node_exporter's textfile
-collector: `DIR/sitscheck.prom`, 0644); further reporters come from
-entry points in group `sitscheck.reporters` (a callable `render(report, verbose) -> str`).
+Every reporter is an entry point of group `sitscheck.reporters` (a callable
+`render(report, verbose) -> str`), the built-ins registered the same way as a plugin's:
+`table` (rich on a TTY, plain text otherwise), `text`, `json`, `junit` (XML for
+image-validation pipelines), `npd` (node-problem-detector's one line), `prom=DIR`
+(node_exporter's textfile collector: `DIR/sitscheck.prom`, 0644).
 With `=PATH` the output is written atomically to that file (0640); a reporter that writes a
 directory (`prom=DIR`) names its own file inside it.
 """
@@ -23,6 +24,7 @@ from ..models import Report
 
 Renderer = Callable[[Report, bool], str]
 REPORT_FILE_MODE = 0o640
+REPORTERS_GROUP = "sitscheck.reporters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,38 +46,18 @@ def parse_outputs(values: list[str]) -> list[OutputSpec]:
 
 
 def renderer_for(name: str) -> Renderer:
-    if name in ("table", "text"):
-        from .table import render_rich, render_text
-
-        def table(report: Report, verbose: bool) -> str:
-            if name == "table" and sys.stdout.isatty():
-                return render_rich(report, verbose)
-            return render_text(report, verbose)
-
-        return table
-    if name == "json":
-        from .json_report import render_json
-
-        return lambda report, _verbose: render_json(report)
-    if name == "junit":
-        from .junit import render_junit
-
-        return render_junit
-    if name == "npd":
-        from .npd import render_npd
-
-        return render_npd
-    if name == "prom":
-        from .prom import render_prom
-
-        return render_prom
-    reporters = entry_points("sitscheck.reporters")
+    """The reporter registered under `name` (entry-point group `sitscheck.reporters`)."""
+    reporters = entry_points(REPORTERS_GROUP)
     for entry in reporters:
         if entry.name == name:
-            loaded: Renderer = entry.load()
+            try:
+                loaded: Renderer = entry.load()
+            except Exception as exc:
+                raise ConfigError(
+                    f"output {name!r}: reporter {entry.value} failed to load: {exc}"
+                ) from exc
             return loaded
-    plugins = sorted(e.name for e in reporters)
-    known = ["table", "text", "json", "junit", "npd", "prom", *plugins]
+    known = sorted({e.name for e in reporters})
     raise ConfigError(f"unknown output {name!r} (known: {', '.join(known)})")
 
 

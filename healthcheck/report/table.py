@@ -28,6 +28,13 @@ _STYLE = {
 }
 
 
+def render_table(report: Report, verbose: bool = False) -> str:
+    """The `table` reporter: rich on a terminal, plain text otherwise."""
+    import sys
+
+    return render_rich(report, verbose) if sys.stdout.isatty() else render_text(report, verbose)
+
+
 def render_text(report: Report, verbose: bool = False) -> str:
     lines = [report.headline, _context(report), ""]
     lines.extend(_diagnosis_lines(report))

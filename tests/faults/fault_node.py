@@ -25,10 +25,12 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from sitscheck.contract import CommandSpec
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -195,9 +197,11 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
 
     patch(Nvml, "load", classmethod(load))
 
-    def sources(options: LiveOptions) -> LiveSources:
+    def sources(
+        options: LiveOptions, commands: Mapping[str, CommandSpec] | None = None
+    ) -> LiveSources:
         node_options = replace(options, driver_markers=(spec.marker,), sys_root=spec.sys_root)
-        return LiveSources(node_options, CommandRunner(path=spec.bin))
+        return LiveSources(node_options, CommandRunner(path=spec.bin), commands=commands)
 
     patch(app, "LiveSources", sources)
     if spec.progress:
@@ -283,6 +287,9 @@ class _Recorded:
         self._progress = progress
         for name in ("name", "summary", "layer", "needs_gpu", "metrics"):
             setattr(self, name, getattr(check, name))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._check, name)  # its other declarations (evidence, codes, ...)
 
     def applicable(self, sources: Any, config: Any) -> str | None:
         reason: str | None = self._check.applicable(sources, config)
