@@ -22,6 +22,7 @@ from .engine.cel import CelEnvironment
 from .engine.evaluate import evaluate_rules
 from .engine.loader import load_profiles, load_rules, rule_files
 from .engine.model import Profile, RuleSet
+from .errors import ConfigError
 from .models import CheckResult, Report
 from .profiles import select_profile
 from .sources.base import Sources
@@ -40,6 +41,9 @@ def rules_dirs(config: RunConfig) -> list[Path]:
     """Site rule files live in /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart
     from config.yaml; then each --rules directory or file."""
     site = SITE_DIR / "rules.d"
+    for location in config.rules_dirs:
+        if not location.exists():
+            raise ConfigError(f"--rules {location}: no such file or folder")
     return ([site] if site.is_dir() else []) + list(config.rules_dirs)
 
 
@@ -144,7 +148,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     verdicts = evaluate_rules(ruleset, results, profile, env, node)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
-    return build_report(
+    report = build_report(
         results,
         verdicts,
         started_at,
@@ -155,6 +159,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         _bundle_host(meta) if request.bundle else None,
         note,
     )
+    recorded = meta.get("collected_at") if request.bundle else None
+    report.bundle_recorded_at = recorded if isinstance(recorded, str) else None
+    return report
+
 
 
 class Background(Generic[T]):

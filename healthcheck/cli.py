@@ -27,9 +27,12 @@ class _Command(TyperCommand):
     pass
 
 
+HELP = {"help_option_names": ["-h", "--help"]}
+
 app = typer.Typer(
     cls=_Group,
-    add_completion=False,
+    add_completion=True,
+    context_settings=HELP,
     no_args_is_help=False,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -37,45 +40,78 @@ app = typer.Typer(
         "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown)."
     ),
 )
-rules_app = typer.Typer(cls=_Group, help="Validate and list rule files.", rich_markup_mode=None)
+rules_app = typer.Typer(
+    cls=_Group,
+    help="Validate and list rule files.",
+    rich_markup_mode=None,
+    context_settings=HELP,
+)
 app.add_typer(rules_app, name="rules")
 
 CheckOpt = Annotated[
-    list[str] | None, typer.Option("--check", help="Run only this check (repeatable).")
+    list[str] | None,
+    typer.Option("--check", metavar="NAME", help="Run only this check (repeatable)."),
 ]
-SkipOpt = Annotated[list[str] | None, typer.Option("--skip", help="Skip this check (repeatable).")]
+SkipOpt = Annotated[
+    list[str] | None, typer.Option("--skip", metavar="NAME", help="Skip this check (repeatable).")
+]
 OutputOpt = Annotated[
     list[str] | None,
-    typer.Option("--output", "-o", help="table|text|json[=PATH]|junit=PATH|prom=DIR (repeatable)."),
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="NAME[=PATH]",
+        help="table | text | json[=PATH] | junit=PATH | npd | prom=DIR, or a plugin's "
+        "(repeatable).",
+    ),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show evidence.")]
 TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Deadline of each check, seconds.")
+    float | None,
+    typer.Option("--timeout", metavar="SECONDS", help="Deadline of each check (default 20)."),
 ]
-RunTimeoutOpt = Annotated[float | None, typer.Option("--run-timeout", help="Deadline of the run.")]
+RunTimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--run-timeout", metavar="SECONDS", help="Deadline of the run (default 45)."),
+]
 SampleOpt = Annotated[
-    float | None, typer.Option("--sample-seconds", help="GPU sampling window, seconds.")
+    float | None,
+    typer.Option("--sample-seconds", metavar="SECONDS", help="GPU sampling window (default 3)."),
 ]
-ExpectOpt = Annotated[int | None, typer.Option("--expect-gpus", help="GPUs this node must have.")]
-ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Hardware profile name.")]
+ExpectOpt = Annotated[
+    int | None, typer.Option("--expect-gpus", metavar="N", help="GPUs this node must have.")
+]
+ProfileOpt = Annotated[
+    str | None,
+    typer.Option("--profile", metavar="NAME", help="Hardware profile (default: chosen by GPU)."),
+]
 RulesOpt = Annotated[
-    list[Path] | None, typer.Option("--rules", help="Extra rule directory or file (repeatable).")
+    list[Path] | None,
+    typer.Option("--rules", metavar="PATH", help="Extra rule directory or file (repeatable)."),
 ]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Site config file.")]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", metavar="FILE", help="Site config (/etc/sitscheck/config.yaml)."),
+]
 FromOpt = Annotated[
-    str | None, typer.Option("--from", help="Replay a node bundle (directory or .tar.gz).")
+    str | None,
+    typer.Option("--from", metavar="BUNDLE", help="Replay a node bundle (folder or .tar.gz)."),
 ]
 TrtOpt = Annotated[
     list[str] | None,
-    typer.Option("--trt-log", help="TensorRT build log path or glob (repeatable)."),
+    typer.Option("--trt-log", metavar="PATH", help="TensorRT build log path or glob (repeatable)."),
 ]
 LoadOpt = Annotated[bool, typer.Option("--load", help="Keep the GPUs busy while sampling.")]
-SysRootOpt = Annotated[str | None, typer.Option("--sys-root", help="sysfs root (default /sys).")]
+SysRootOpt = Annotated[
+    str | None, typer.Option("--sys-root", metavar="DIR", help="sysfs root (default /sys).")
+]
 OtlpOpt = Annotated[
-    str | None, typer.Option("--otlp", help="Send the run over OTLP to this endpoint.")
+    str | None,
+    typer.Option("--otlp", metavar="URL", help="Send the run over OTLP to this endpoint."),
 ]
 StateDirOpt = Annotated[
-    Path | None, typer.Option("--state-dir", help="State and spool folder (/var/lib/sitscheck).")
+    Path | None,
+    typer.Option("--state-dir", metavar="DIR", help="State and spool folder (/var/lib/sitscheck)."),
 ]
 DaemonOpt = Annotated[
     bool,
@@ -143,6 +179,9 @@ def run(
         "trt_probe": trt_probe or None,
         "daemon": daemon or None,
     }
+    if bundle is not None and not bundle.strip():
+        typer.echo("sitscheck run: --from needs a bundle folder or .tar.gz, not ''", err=True)
+        raise typer.Exit(EXIT_UNKNOWN)
     raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [], otlp)))
 
 
@@ -240,7 +279,12 @@ def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
 
 @app.command(cls=_Command)
 def daemon(
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between runs.")] = 300.0,
+    interval: Annotated[
+        float,
+        typer.Option(
+            "--interval", metavar="SECONDS", min=1.0, help="Seconds between runs (at least 1)."
+        ),
+    ] = 300.0,
     output: OutputOpt = None,
     config: ConfigOpt = None,
     state_dir: StateDirOpt = None,
@@ -302,6 +346,15 @@ def collect(
 
     def body() -> int:
         from .app import live_sources, selected_checks
+        from .errors import ConfigError
+
+        if directory.exists() and not directory.is_dir():
+            raise ConfigError(f"collect {directory}: not a folder")
+        if directory.is_dir() and any(directory.iterdir()):
+            raise ConfigError(
+                f"collect {directory}: the folder is not empty (a bundle of old and new files "
+                "would mix two nodes' or two times' evidence); give a new or empty folder"
+            )
         from .collect import collect_bundle
         from .contract.evidence import gather
 
@@ -410,7 +463,27 @@ def main() -> None:
         # built: typer coerces even the absent `--help` flag through pydantic, which would be
         # half of this command's start-up. Same output and exit code as `sitscheck checks`.
         raise SystemExit(_guarded(_print_checks))
-    app(prog_name="sitscheck")
+    try:
+        code = app(prog_name="sitscheck", standalone_mode=False)
+    except Exception as exc:
+        raise SystemExit(_usage_error(exc)) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Exception) -> int:
+    """A mistake on the command line (an unknown option, a value of the wrong type, a missing
+    argument): one line, exit 3. Nagios, Slurm and NPD read exit 2 as CRITICAL, and a typo in
+    a timer's arguments must never drain every node. Click's own errors carry `show` and
+    `format_message` (their public interface); anything else is sitscheck's internal error."""
+    message = getattr(exc, "format_message", None)
+    if not callable(message):
+        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        return EXIT_UNKNOWN
+    context = getattr(exc, "ctx", None)
+    where = getattr(context, "command_path", "sitscheck")
+    text = " ".join(str(message()).split()) or type(exc).__name__
+    typer.echo(f"{where}: {text} (see {where} --help)", err=True)
+    return EXIT_UNKNOWN
 
 
 if __name__ == "__main__":

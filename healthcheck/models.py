@@ -180,6 +180,9 @@ class Report(BaseModel):
     headline: str
     mode: str = Field(description="live, or replay of a bundle")
     bundle: str | None = None
+    bundle_recorded_at: str | None = Field(
+        default=None, description="Replays: when the bundle was recorded (its meta.json)."
+    )
     profile: str | None = None
     checks: list[CheckResult]
     verdicts: list[Verdict] = Field(default_factory=list)

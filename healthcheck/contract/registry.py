@@ -45,12 +45,18 @@ def _load(entry: EntryPointLike) -> Check | BrokenCheck:
 def select(
     checks: list[Check | BrokenCheck], only: list[str], skip: list[str]
 ) -> list[Check | BrokenCheck]:
+    from ..errors import ConfigError
+
     names = {c.name for c in checks}
     unknown = sorted((set(only) | set(skip)) - names)
     if unknown:
-        from ..errors import ConfigError
-
         raise ConfigError(
             f"no such check: {', '.join(unknown)} (known: {', '.join(sorted(names))})"
         )
-    return [c for c in checks if (not only or c.name in only) and c.name not in skip]
+    chosen = [c for c in checks if (not only or c.name in only) and c.name not in skip]
+    if not chosen:
+        raise ConfigError(
+            "no check selected (--check/--skip leave none): a run that checks nothing would "
+            "report a healthy node"
+        )
+    return chosen

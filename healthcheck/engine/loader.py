@@ -8,6 +8,9 @@ describe a GPU model: what the node should be, and params for its rules.
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
@@ -80,6 +83,7 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
+    site_param_lines: dict[str, tuple[str, int]] = {}
     shipped = {folder.resolve() for folder in shipped_rules_dirs()}
     for path in files:
         data = load_yaml(path)
@@ -94,14 +98,41 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
         file_params = data.get("params") or {}
         if not isinstance(file_params, dict):
             raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
-        (params if path.resolve().parent in shipped else site_params).update(file_params)
+        if path.resolve().parent in shipped:
+            params.update(file_params)
+        else:
+            site_params.update(file_params)
+            for key in file_params:
+                site_param_lines[key] = (str(path), value_line_of(file_params, key))
         entries = data.get("rules") or []
         if not isinstance(entries, list):
             raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
         for position, entry in enumerate(entries):
             rule = _rule(env, path, entry, line_of(entries, position))
             rules[rule.id] = rule
+    _refuse_unread_params(site_param_lines, params, rules.values())
     return RuleSet(tuple(rules.values()), params, site_params, tuple(str(f) for f in files))
+
+
+_PARAM_READ = re.compile(r"\bparams\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _refuse_unread_params(
+    site: dict[str, tuple[str, int]], shipped: dict[str, Any], rules: Iterable[Rule]
+) -> None:
+    """A site param that no shipped file sets and no rule reads is a misspelling (it would
+    change nothing and say nothing): the file and line, with the closest known names."""
+    read: set[str] = set()
+    for rule in rules:
+        texts = [rule.when.text, rule.guard.text if rule.guard else "", rule.message]
+        for text in texts:
+            read.update(_PARAM_READ.findall(text))
+    known = set(shipped) | read
+    for key, (path, line) in site.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise RuleError(path, f"param {key!r} is read by no rule{hint}", line)
 
 
 def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:

@@ -55,7 +55,7 @@ def render_rich(report: Report, verbose: bool = False, width: int | None = None)
     from rich.text import Text
 
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=True, width=width or 120)
+    console = Console(file=buffer, force_terminal=True, width=width or terminal_width())
     console.print(Text(report.headline, style=_STYLE[report.status]))
     console.print(Text(_context(report), style="dim"))
     for line in _diagnosis_lines(report):
@@ -75,8 +75,18 @@ def render_rich(report: Report, verbose: bool = False, width: int | None = None)
     return buffer.getvalue()
 
 
+def terminal_width() -> int:
+    """The terminal's columns (COLUMNS, else the terminal, else 100), at least 60."""
+    import shutil
+
+    return max(shutil.get_terminal_size((100, 24)).columns, 60)
+
+
 def _context(report: Report) -> str:
-    where = f"bundle {report.bundle}" if report.bundle else "live"
+    where = "live"
+    if report.bundle:
+        recorded = f", recorded {report.bundle_recorded_at}" if report.bundle_recorded_at else ""
+        where = f"bundle {report.bundle} (replayed{recorded})"
     profile = report.profile or "no profile"
     return (
         f"host {report.host} · {where} · {profile} · {report.duration_s:.2f}s · {report.started_at}"

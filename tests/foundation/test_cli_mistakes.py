@@ -1,0 +1,112 @@
+"""A user's mistake on the command line or in a site file: one clear line naming the option,
+file or line, and exit 3 (never 2, which Nagios, Slurm and NPD read as CRITICAL, and never a
+silent run that checks less than asked). Through the installed CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_cli_e2e import sitscheck
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLE = REPO / "tests" / "bundles" / "h200x2-idle-v1"
+
+
+def one_line_exit_3(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    code = done.returncode
+    err = done.stderr
+    assert code == 3, (code, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--bogus"], ["--bogus"]),
+        (["run", "--bogus"], ["--bogus", "sitscheck run"]),
+        (["run", "--timeout", "abc"], ["--timeout"]),
+        (["explain"], ["code"]),
+        (["daemon", "--interval", "0"], ["--interval"]),
+        (["run", "--from", ""], ["--from"]),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_3(
+    tmp_path: Path, argv: list[str], needles: list[str]
+) -> None:
+    one_line_exit_3(sitscheck(*argv, cwd=tmp_path), *needles)
+
+
+def test_rules_that_do_not_exist_are_refused(tmp_path: Path) -> None:
+    done = sitscheck("run", "--from", str(BUNDLE), "--rules", "/nonexistent", cwd=tmp_path)
+    one_line_exit_3(done, "--rules /nonexistent")
+
+
+def test_a_misspelled_site_param_names_its_file_line_and_the_known_name(tmp_path: Path) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text("# site thresholds\nparams:\n  nvlink_crc_per_sec_max: 5\n")
+    done = sitscheck("run", "--from", str(BUNDLE), "--rules", str(site), cwd=tmp_path)
+    one_line_exit_3(done, f"{site}:3", "nvlink_crc_per_sec_max", "nvlink_crc_per_s_max")
+
+
+def test_a_site_param_that_a_site_rule_reads_is_accepted(tmp_path: Path) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text(
+        "params:\n  site_max_gpus: 64\nrules:\n  - id: site.many_gpus\n    scope: node\n"
+        "    when: node.gpu_count > params.site_max_gpus\n    severity: warning\n"
+        "    message: too many GPUs\n"
+    )
+    done = sitscheck("run", "--from", str(BUNDLE), "--rules", str(site), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_selecting_no_check_is_refused(tmp_path: Path) -> None:
+    done = sitscheck("run", "--from", str(BUNDLE), "--check", "xid", "--skip", "xid", cwd=tmp_path)
+    one_line_exit_3(done, "no check selected")
+
+
+def test_collect_refuses_a_file_and_a_folder_that_is_not_empty(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    one_line_exit_3(sitscheck("collect", str(afile), cwd=tmp_path), str(afile), "not a folder")
+    full = tmp_path / "old-bundle"
+    shutil.copytree(BUNDLE, full)
+    one_line_exit_3(sitscheck("collect", str(full), cwd=tmp_path), str(full), "not empty")
+    assert sorted(p.name for p in full.iterdir()) == sorted(p.name for p in BUNDLE.iterdir())
+
+
+def test_h_is_help_and_completion_is_offered(tmp_path: Path) -> None:
+    done = sitscheck("-h", cwd=tmp_path)
+    assert done.returncode == 0 and "Usage:" in done.stdout
+    assert "--install-completion" in done.stdout and "--show-completion" in done.stdout
+    done = sitscheck("run", "-h", cwd=tmp_path)
+    assert done.returncode == 0
+    assert "<list[str]>" not in done.stdout and "<float>" not in done.stdout
+    assert "npd" in done.stdout
+
+
+def test_the_replay_header_says_when_the_bundle_was_recorded(tmp_path: Path) -> None:
+    done = sitscheck("run", "--from", str(BUNDLE), "-o", "text", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    header = done.stdout.splitlines()[1]
+    assert "recorded 2026-11-29T20:42:44+00:00" in header and "host vm" in header
+
+
+def test_the_terminal_report_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sitscheck.app import RunRequest, execute
+    from sitscheck.config import RunConfig
+    from sitscheck.report.table import render_rich
+
+    monkeypatch.setenv("COLUMNS", "80")  # what a terminal of 80 columns tells its programs
+    report = execute(RunRequest(RunConfig(), bundle=str(BUNDLE)))
+    text = render_rich(report, verbose=True)
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    assert max(len(line) for line in plain.splitlines()) <= 80
