@@ -221,12 +221,10 @@ def _daemon(exp: _Exposition, report: Report) -> None:
 
 
 def _check_metrics(exp: _Exposition, report: Report) -> None:
-    from ..daemon.deltas import is_cumulative
-
     reserved = set(exp.families)
     for check in report.checks:
         for metric in check.metrics:
-            counter = is_cumulative(metric)
+            counter = metric.kind == "counter"  # as its check declares it
             name = prom_name(metric.name, metric.unit, counter)
             if name in reserved:
                 name = prom_name("sitscheck_metric_" + name, "", counter)
