@@ -16,6 +16,7 @@ class DriverCheck(LazyCheck):
         MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),
     )
     codes = "sitscheck.checks.driver.codes:CODES"
+    facts = "sitscheck.checks.driver.facts:Facts"
     evidence = EvidenceSpec(
         summary=(
             "NVML device list (name, UUID, PCI bus and device id, VBIOS, persistence mode, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import EvidenceSpec, LazyCheck, MetricKind, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricKind, MetricSpec, ProfileKey
 from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
@@ -34,6 +34,12 @@ class GpuTelemetryCheck(LazyCheck):
         ),
     )
     codes = "sitscheck.checks.gpu_telemetry.codes:CODES"
+    facts = "sitscheck.checks.gpu_telemetry.facts:Facts"
+    profile_keys = (
+        ProfileKey("tdp_w", "number", "board power (TDP) the GPU may draw, W: the power rules"),
+        ProfileKey("slowdown_c", "number", "slowdown temperature, C, where NVML gives none"),
+        ProfileKey("hbm_bw_gbs", "number", "memory (HBM) bandwidth of the data sheet, GB/s"),
+    )
     evidence = EvidenceSpec(
         summary=(
             "NVML samples over the window: utilization, power against the limit, clocks, clock "

@@ -30,6 +30,7 @@ class MemoryErrorsCheck(LazyCheck):
         ),
     )
     codes = "sitscheck.checks.memory_errors.codes:CODES"
+    facts = "sitscheck.checks.memory_errors.facts:Facts"
     evidence = EvidenceSpec(
         summary=(
             "NVML ECC counters (volatile and aggregate, corrected and uncorrected), row remapper "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec, ProfileKey
 from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
@@ -17,6 +17,8 @@ class NvlinkCheck(LazyCheck):
         MetricSpec("hw.errors", "{error}", "NVLink error counter totals (error.type)"),
     )
     codes = "sitscheck.checks.nvlink.codes:CODES"
+    facts = "sitscheck.checks.nvlink.facts:Facts"
+    profile_keys = (ProfileKey("nvlink.links", "integer", "NVLinks each GPU reports (H200: 18)"),)
     evidence = EvidenceSpec(
         summary=(
             "NVML per-link state (active, version, remote bus id) and error counters over the "

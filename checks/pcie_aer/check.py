@@ -33,6 +33,7 @@ class PcieAerCheck(LazyCheck):
         ),
     )
     codes = "sitscheck.checks.pcie_aer.codes:CODES"
+    facts = "sitscheck.checks.pcie_aer.facts:Facts"
     evidence = EvidenceSpec(
         summary=(
             "kernel log AER reports (native and firmware-first), mapped onto each GPU's PCIe path"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec, ProfileKey
 from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
@@ -20,6 +20,11 @@ class PcieLinkCheck(LazyCheck):
         MetricSpec("hw.gpu.io", "By/s", "PCIe throughput by direction, per stat"),
     )
     codes = "sitscheck.checks.pcie_link.codes:CODES"
+    facts = "sitscheck.checks.pcie_link.facts:Facts"
+    profile_keys = (
+        ProfileKey("pcie.gen", "integer", "PCIe generation the GPU's link should run at"),
+        ProfileKey("pcie.width", "integer", "PCIe lanes the GPU's link should have (16)"),
+    )
     evidence = EvidenceSpec(
         summary=(
             "NVML link width/generation (current and max), sysfs current/max_link_width/speed of "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitscheck.contract import EvidenceSpec, LazyCheck, LogFilesSpec, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, LogFilesSpec, MetricSpec, ProfileKey
 from sitscheck.status import Layer
 
 if TYPE_CHECKING:
@@ -34,6 +34,10 @@ class TensorrtCheck(LazyCheck):
     )
 
     codes = "sitscheck.checks.tensorrt.codes:CODES"
+    facts = "sitscheck.checks.tensorrt.facts:Facts"
+    profile_keys = (
+        ProfileKey("sm", "string", "SM architecture engines for this GPU are built for (sm_90)"),
+    )
     evidence = EvidenceSpec(
         summary=(
             "TensorRT build logs (bundle tensorrt/*.log, --trt-log): layers, fusions, fallbacks, "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import CommandSpec, EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.contract import CommandSpec, EvidenceSpec, LazyCheck, MetricSpec, ProfileKey
 from sitscheck.sources.artifacts import NVIDIA_SMI_TOPO, SMI_LIST
 from sitscheck.status import Layer
 
@@ -20,6 +20,20 @@ class TopologyCheck(LazyCheck):
         MetricSpec("sitscheck.topology.pcie_only_pairs", "{pair}", "GPU pairs joined only by PCIe"),
     )
     codes = "sitscheck.checks.topology.codes:CODES"
+    facts = "sitscheck.checks.topology.facts:Facts"
+    profile_keys = (
+        ProfileKey("gpus_per_board", "integer", "GPUs one baseboard holds (HGX H200: 8)"),
+        ProfileKey(
+            "nvlink.per_pair",
+            "integer",
+            "bonded NVLinks topo -m shows between every two GPUs of the board (NV18)",
+        ),
+        ProfileKey(
+            "nic_pairing",
+            "string[]",
+            "topo kinds accepted between a GPU and its nearest NIC ([PIX, PXB])",
+        ),
+    )
     evidence = EvidenceSpec(
         summary=(
             "nvidia-smi topo -m (GPU/NIC matrix, CPU/NUMA affinity), NVML P2P status and common "

@@ -24,6 +24,7 @@ class XidCheck(LazyCheck):
         ),
     )
     codes = "sitscheck.checks.xid.codes:CODES"
+    facts = "sitscheck.checks.xid.facts:Facts"
     evidence = EvidenceSpec(
         summary="kernel log (/dev/kmsg, dmesg, journalctl -k or a file): NVRM Xid / SXid lines",
         kernel_log=True,

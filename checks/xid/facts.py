@@ -1,0 +1,32 @@
+"""The `xid` check's facts: every Xid, SXid and fallen-off-the-bus report of the kernel log,
+and per GPU the Xids seen on it."""
+
+from __future__ import annotations
+
+from sitscheck.contract.facts import FactsModel, GpuRefFacts, KernelLogFacts
+
+
+class Event(FactsModel):
+    """One report (`parse.XidEvent.to_fact`): an Xid has `xid`, an NVSwitch SXid `sxid`."""
+
+    device: str | None  # the PCI bus id the report names
+    xid: int | None
+    sxid: int | None
+    pid: int | None
+    process: str | None
+    time: str | None
+    message: str
+
+
+class Gpu(GpuRefFacts):
+    """`gpu.xid` in GPU rules (`judge.gpu_summaries`)."""
+
+    xids: dict[str, int]  # Xid number (as text) -> reports of it on this GPU
+    critical: bool  # one of them is a critical Xid
+    fallen_off_bus: bool
+
+
+class Facts(FactsModel):
+    events: list[Event]
+    gpus: list[Gpu]
+    log: KernelLogFacts

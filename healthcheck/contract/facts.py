@@ -1,0 +1,67 @@
+"""Bases of a check's typed facts model: `Declaration.facts = "module:Model"` names one.
+
+A facts model is a pydantic model of exactly what a check returns in `CheckOutput.facts`:
+every key it writes is a field, and no other key is accepted (`extra="forbid"`), so the
+model's JSON Schema is the list of fact paths a rule may read (`sitscheck rules validate`
+walks it) and scripts read. A key the check always writes is required (its value may still be
+null); one it writes only sometimes has a default. A map keyed by data (a bus id, an Xid
+number) is a `dict[str, X]`.
+
+The shapes here are the core's own output that several checks hand on: a GPU's identity as
+`gpu_view` and `gpus.known_gpus` give it, the GPU checks' `{source, ref, gpus}` (the
+`gpu_view.judge_each` loop) and the kernel-log pass's `log`. Imported only where facts are
+validated or their schema is made, never to list checks or to run them (pydantic stays out
+of `sitscheck.contract`'s own import).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class FactsModel(BaseModel):
+    """A facts record: every key declared, none other accepted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class GpuRefFacts(FactsModel):
+    """A GPU as the checks that map evidence onto GPUs know it (`gpus.GpuRef`)."""
+
+    index: int
+    pci_bus_id: str | None
+    name: str | None
+
+
+class GpuViewFacts(GpuRefFacts):
+    """The keys every GPU check's per-GPU facts start with (`gpu_view.GpuView.identity`);
+    `lost` is set (true) on a GPU the driver lost, whose other facts are then absent."""
+
+    uuid: str | None
+    source: str
+    lost: bool | None = None
+
+
+class FleetFacts(FactsModel):
+    """A GPU check's facts (`gpu_view.judge_each`): where the GPU views came from; the check's
+    model adds `gpus`, one record (a `GpuViewFacts`) per GPU."""
+
+    source: str  # "nvml" or "nvidia-smi"
+    ref: str  # the snapshot or the nvidia-smi file read
+
+
+class KernelLogFacts(FactsModel):
+    """The kernel log a check's events came from (the one kernel-log pass)."""
+
+    source: str
+    lines: int
+    note: str | None
+
+
+class Stats(FactsModel):
+    """A series read over the sampling window (`gpu_view.stats`): nearest-rank p95."""
+
+    min: float
+    mean: float
+    p95: float
+    max: float
