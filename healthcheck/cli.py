@@ -383,16 +383,24 @@ def collect(
 
 @rules_app.command("validate", cls=_Command)
 def rules_validate(
-    files: Annotated[list[Path] | None, typer.Argument(help="Rule files (default: all).")] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Rule files, profile files (in a profiles/ folder) or folders."),
+    ] = None,
 ) -> None:
-    """Load and validate rule files; errors name file and line."""
+    """Validate rule files against the declared facts and profiles against the profile schema;
+    each error names file and line."""
 
     def body() -> int:
-        from .engine.loader import load_rules, rule_files
+        from .engine.validation import validate
 
-        targets = list(files) if files else rule_files([])
-        ruleset = load_rules(targets)
-        typer.echo(f"ok: {len(ruleset.rules)} rules in {len(targets)} files")
+        outcome = validate(list(files or []))
+        for problem in outcome.problems:
+            typer.echo(str(problem), err=True)
+        if outcome.problems:
+            typer.echo(f"sitscheck: {len(outcome.problems)} problem(s)", err=True)
+            return EXIT_UNKNOWN
+        typer.echo(outcome.summary())
         return 0
 
     raise typer.Exit(_guarded(body))
@@ -402,17 +410,30 @@ def rules_validate(
 def rules_list(
     rules: RulesOpt = None,
 ) -> None:
-    """List every rule with its scope, severity and source."""
+    """List every rule with its scope, severity and source, then every hardware profile with
+    its file and what it matches."""
 
     def body() -> int:
-        from .engine.loader import load_rules, rule_files
+        from .engine.loader import load_profiles, load_rules, rule_files
 
-        ruleset = load_rules(rule_files(list(rules or [])))
+        dirs = list(rules or [])
+        ruleset = load_rules(rule_files(dirs))
         for rule in ruleset.rules:
             typer.echo(
                 f"{rule.id:<40} {rule.scope:<4} {rule.severity.value:<8} {rule.layer.value:<8} "
                 f"{rule.source or '-'}"
             )
+        profiles = load_profiles(dirs)
+        if profiles:
+            typer.echo("\nprofiles:")
+        for profile in profiles.values():
+            match = profile.data.get("match") or {}
+            matched = "; ".join(
+                f"{key} {', '.join(str(v) for v in match.get(key) or [])}"
+                for key in ("names", "pci_device_ids")
+                if match.get(key)
+            )
+            typer.echo(f"{profile.name:<16} {profile.file}  {matched or 'matches nothing'}")
         return 0
 
     raise typer.Exit(_guarded(body))
@@ -435,11 +456,45 @@ def explain(code: str, rules: RulesOpt = None) -> None:
 
 
 @app.command(cls=_Command)
-def schema() -> None:
-    """Print the JSON Schema of the JSON report."""
+def schema(
+    facts: Annotated[
+        str | None, typer.Option("--facts", help="Print the schema of this check's facts.")
+    ] = None,
+    profile: Annotated[
+        bool, typer.Option("--profile", help="Print the schema of hardware profile files.")
+    ] = False,
+) -> None:
+    """Print the JSON Schema of the JSON report (or of one check's facts, or of profiles)."""
+    if facts is not None:
+        raise typer.Exit(_guarded(lambda: _facts_schema(facts)))
+    if profile:
+        raise typer.Exit(_guarded(_profile_schema))
     from .report.json_report import report_schema
 
     typer.echo(report_schema(), nl=False)
+
+
+def _facts_schema(name: str) -> int:
+    from .contract.registry import discover, select
+    from .engine.fact_schema import facts_schema_text
+
+    check = select(discover(), [name], [])[0]
+    if not hasattr(check, "layer"):
+        typer.echo(f"sitscheck: check {name} failed to load: {check.error}", err=True)
+        return EXIT_UNKNOWN
+    if getattr(check, "facts", None) is None:
+        typer.echo(f"sitscheck: check {name} declares no facts model", err=True)
+        return EXIT_UNKNOWN
+    typer.echo(facts_schema_text(check), nl=False)
+    return 0
+
+
+def _profile_schema() -> int:
+    from .contract.registry import discover
+    from .engine.profile_schema import ProfileSchema
+
+    typer.echo(ProfileSchema.of_checks(discover()).json_text(), nl=False)
+    return 0
 
 
 def _guarded(body: Any) -> int:

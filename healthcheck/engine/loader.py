@@ -198,11 +198,16 @@ def load_profiles(dirs: list[Path]) -> dict[str, Profile]:
     """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
     ones (`profiles/*.yaml` in each extra dir), merged by name."""
     folders = [folder / "profiles" for folder in shipped_rules_dirs()]
-    folders += [d / "profiles" for d in dirs if d.is_dir()]
+    site = [d / "profiles" for d in dirs if d.is_dir()]
+    folders += site
     profiles: dict[str, Profile] = {}
+    schema = None  # the profile schema, made for the first site profile (shipped ones pass)
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")):
             data = load_yaml(path)
+            if folder in site:  # a site's profile: an unknown key or a wrong type is refused
+                schema = schema or _profile_schema()
+                schema.check(str(path), data)
             if not isinstance(data, dict) or not isinstance(data.get("name"), str):
                 raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
             params = data.get("params") or {}
@@ -214,3 +219,12 @@ def load_profiles(dirs: list[Path]) -> dict[str, Profile]:
                 data["name"], str(path), merged, {**(base.params if base else {}), **params}
             )
     return profiles
+
+
+def _profile_schema() -> Any:
+    """The profile schema of the installed checks (`profile_schema`): read only where a site
+    profile is loaded."""
+    from ..contract.registry import discover
+    from .profile_schema import ProfileSchema
+
+    return ProfileSchema.of_checks(discover())

@@ -15,6 +15,7 @@ file and line: by `sitscheck rules validate`, and by a run for the site's own pr
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ CORE_KEYS = (
     ),
     ProfileKey("params", "object", "rule params for this hardware (over the shipped ones)"),
 )
+REQUIRED = ("name",)
 SCALARS: Mapping[str, tuple[type, ...]] = {
     "number": (int, float),
     "integer": (int,),
@@ -112,13 +114,18 @@ class ProfileSchema:
 
     # --- validation --------------------------------------------------------------------------
 
-    def problems(self, file: str, data: Mapping[str, Any]) -> list[RuleError]:
+    def problems(self, file: str, data: Any) -> list[RuleError]:
         """Every unknown key and wrong type in a profile's data (as `load_yaml` built it)."""
+        if not isinstance(data, dict):
+            return [RuleError(file, "a profile is a mapping (name, match, ...)", line_of(data))]
         out: list[RuleError] = []
+        for name in REQUIRED:
+            if name not in data:
+                out.append(RuleError(file, f"a profile needs {name!r}", line_of(data)))
         self._mapping(file, data, self.keys, "", out)
         return out
 
-    def check(self, file: str, data: Mapping[str, Any]) -> None:
+    def check(self, file: str, data: Any) -> None:
         """Raise the first problem of a profile (as a run does for a site profile)."""
         found = self.problems(file, data)
         if found:
@@ -182,7 +189,11 @@ class ProfileSchema:
         """The profile schema as a JSON Schema (what `profile.<key>` reads in a rule)."""
         schema = _object(self.keys)
         schema["title"] = "sitscheck hardware profile"
+        schema["required"] = list(REQUIRED)
         return schema
+
+    def json_text(self) -> str:
+        return json.dumps(self.json_schema(), indent=2, sort_keys=True) + "\n"
 
     def rows(self) -> list[tuple[str, str, str, str]]:
         """(dotted key, type, owner, help) of every key, in name order."""
@@ -207,12 +218,14 @@ def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:
 
 
 def _key_schema(spec: KeySpec) -> dict[str, Any]:
+    """A key's schema; null is allowed (it leaves the key unset)."""
     if spec.type == "object":
         schema = _object(spec.children) if spec.children else {"type": "object"}
     elif spec.type.endswith("[]"):
         schema = {"type": "array", "items": {"type": _JSON_TYPES[spec.type[:-2]]}}
     else:
         schema = {"type": _JSON_TYPES[spec.type]}
+    schema["type"] = [schema["type"], "null"]
     if spec.help:
         schema["description"] = f"{spec.help} ({spec.owner})"
     return schema

@@ -1,0 +1,317 @@
+"""The JSON Schema of what a rule reads: the checks' declared facts, as the engine shows them.
+
+`engine.evaluate.build_activation` gives a rule `checks.<check>.{status, facts, metrics,
+findings}`, the run's `findings`, `profile`, `params` and `node`; a GPU rule also sees
+`gpu`, one record per GPU (`evaluate.gpu_views`): `index`, `pci_bus_id`, `name` and, under
+each check's name, that check's record for the GPU (an entry of its `facts.gpus`, or of
+`facts.per_gpu`). Here that activation is one JSON Schema document built from the checks'
+declarations: each facts model's schema (`Declaration.facts`, its `$defs` renamed per check),
+its metrics (`Declaration.metrics`) and the profile schema. A check that declares no facts
+model (or failed to load) reads as "anything" below its name, never as an error.
+
+`Shape` walks such a schema the way CEL walks the values: a field (`member`), the items a
+comprehension visits (`items`), a literal index (`index`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..contract.declarations import declaration_of, resolve
+from ..errors import ConfigError
+
+# The records of a check's facts that become `gpu.<check>` (as `evaluate.gpu_views` reads them).
+GPU_RECORD_LISTS = ("gpus", "per_gpu")
+ANYTHING: Mapping[str, Any] = {}
+_NAMES_SHOWN = 12
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A place in the activation's schema: the schema there, and the document's `$defs`."""
+
+    schema: Mapping[str, Any]
+    defs: Mapping[str, Any]
+
+    def branches(self) -> list[Mapping[str, Any]]:
+        """The schemas a value here may have: `$ref`s followed, `anyOf`/`oneOf`/`allOf` of one
+        opened, null left out (an absent or null value is the evaluation's business)."""
+        out: list[Mapping[str, Any]] = []
+        pending: list[Mapping[str, Any]] = [self.schema]
+        while pending and len(out) < 64:
+            schema = pending.pop(0)
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                pending.insert(0, self.defs.get(ref.rpartition("/")[2], ANYTHING))
+                continue
+            alternatives = schema.get("anyOf") or schema.get("oneOf")
+            if alternatives is None and len(schema.get("allOf") or ()) == 1:
+                alternatives = schema["allOf"]
+            if isinstance(alternatives, list):
+                pending[:0] = alternatives
+                continue
+            if schema.get("type") != "null":
+                out.append(schema)
+        return out
+
+    def is_anything(self) -> bool:
+        return any(_open(b) for b in self.branches()) or not self.branches()
+
+    def member(self, name: str) -> Shape | str:
+        """The field `name` here, or why there is none (a message naming what there is)."""
+        found: list[Mapping[str, Any]] = []
+        known: list[str] = []
+        kinds: list[str] = []
+        for branch in self.branches():
+            if _open(branch):
+                return Shape(ANYTHING, self.defs)
+            properties = branch.get("properties") or {}
+            extra = branch.get("additionalProperties", True)
+            if name in properties:
+                found.append(properties[name])
+            elif isinstance(extra, Mapping):
+                found.append(extra)
+            elif _kind(branch) != "object":
+                kinds.append(_kind(branch))
+            elif extra is not False:
+                return Shape(ANYTHING, self.defs)
+            else:
+                known.extend(properties)
+        if found:
+            return self._union(found)
+        if kinds and not known:
+            return f"is {_article(kinds[0])}, which has no field {name!r}"
+        return _no_such(name, known)
+
+    def items(self) -> Shape | str:
+        """What a comprehension over the value visits: a list's items, a map's keys."""
+        found: list[Mapping[str, Any]] = []
+        kinds: list[str] = []
+        for branch in self.branches():
+            kind = _kind(branch)
+            if _open(branch):
+                return Shape(ANYTHING, self.defs)
+            if kind == "array":
+                found.append(branch.get("items") or ANYTHING)
+            elif kind == "object":
+                found.append({"type": "string"})
+            else:
+                kinds.append(kind)
+        if found:
+            return self._union(found)
+        return f"is {_article(kinds[0] if kinds else 'value')}, not a list or map"
+
+    def index(self, key: object) -> Shape | str:
+        """`value[key]`: a list's item, a map's entry (a string key names the field)."""
+        found: list[Mapping[str, Any]] = []
+        for branch in self.branches():
+            if _open(branch):
+                return Shape(ANYTHING, self.defs)
+            if _kind(branch) == "array":
+                found.append(branch.get("items") or ANYTHING)
+            elif _kind(branch) == "object":
+                if isinstance(key, str):
+                    return self.member(key)
+                extra = branch.get("additionalProperties", True)
+                found.append(extra if isinstance(extra, Mapping) else ANYTHING)
+        if found:
+            return self._union(found)
+        return "cannot be indexed"
+
+    def listing(self) -> Shape:
+        """A list of the values here (what `.map()` makes)."""
+        return Shape({"type": "array", "items": dict(self.schema)}, self.defs)
+
+    def _union(self, schemas: Sequence[Mapping[str, Any]]) -> Shape:
+        if len(schemas) == 1:
+            return Shape(schemas[0], self.defs)
+        return Shape({"anyOf": list(schemas)}, self.defs)
+
+
+def _open(schema: Mapping[str, Any]) -> bool:
+    """A schema that says nothing of the value (`{}`, or a bare description)."""
+    return not (
+        {"type", "properties", "items", "additionalProperties", "enum", "const"} & set(schema)
+    )
+
+
+def _kind(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):  # ["integer", "null"]: null is the evaluation's business
+        kind = next((k for k in kind if k != "null"), None)
+    if isinstance(kind, str):
+        return kind
+    if "properties" in schema or "additionalProperties" in schema:
+        return "object"
+    return "value"
+
+
+def _article(kind: str) -> str:
+    words = {"integer": "an integer", "array": "a list", "object": "a map", "value": "a value"}
+    return words.get(kind, f"a {kind}")
+
+
+def _no_such(name: str, known: Iterable[str]) -> str:
+    names = sorted(set(known))
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return f"has no field {name!r} (did you mean {close[0]!r}?)"
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (", ..." if len(names) > _NAMES_SHOWN else "")
+    return f"has no field {name!r} (it has: {shown or 'nothing'})"
+
+
+# --- the facts models' schemas ------------------------------------------------------------------
+
+
+def facts_model(check: Any) -> Any | None:
+    """The pydantic model a check declares for its facts, or None where it declares none."""
+    reference = declaration_of(check).facts
+    if reference is None:
+        return None
+    try:
+        model = resolve(reference)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"check {check.name}: facts model {reference}: {exc}") from exc
+    if not callable(getattr(model, "model_json_schema", None)):
+        raise ConfigError(f"check {check.name}: facts model {reference} is not a pydantic model")
+    return model
+
+
+def facts_schema(check: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a check's facts (what `sitscheck schema --facts CHECK` prints)."""
+    model = facts_model(check)
+    if model is None:
+        return None
+    schema: dict[str, Any] = model.model_json_schema()
+    schema["title"] = f"sitscheck facts: {check.name}"
+    return schema
+
+
+def facts_schema_text(check: Any) -> str:
+    return json.dumps(facts_schema(check), indent=2, sort_keys=True) + "\n"
+
+
+# --- the activation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Activation:
+    """The activation's schema: `node` (what every rule reads) and `gpu` (a GPU rule's
+    record), sharing one `$defs`; `unmodelled` names checks whose facts read as anything."""
+
+    node: Mapping[str, Any]
+    gpu: Mapping[str, Any]
+    defs: Mapping[str, Any]
+    checks: tuple[str, ...]
+    unmodelled: tuple[str, ...]
+
+    def names(self, scope: str) -> dict[str, Shape]:
+        """The top-level names a rule of `scope` (node or gpu) reads, and their shapes."""
+        names = {name: Shape(schema, self.defs) for name, schema in self.node["properties"].items()}
+        if scope == "gpu":
+            names["gpu"] = Shape(self.gpu, self.defs)
+        return names
+
+
+def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
+    """The activation's schema for `checks` (`contract.registry.discover()`, broken ones
+    included) and the profile's JSON Schema (`ProfileSchema.json_schema()`)."""
+    defs: dict[str, Any] = {}
+    per_check: dict[str, Any] = {}
+    per_gpu: dict[str, Any] = {}
+    unmodelled: list[str] = []
+    for check in checks:
+        schema = facts_schema(check) if hasattr(check, "layer") else None
+        if schema is None:
+            unmodelled.append(check.name)
+            facts: Mapping[str, Any] = ANYTHING
+            per_gpu[check.name] = ANYTHING
+        else:
+            facts = _renamed(schema, check.name, defs)
+            records = _gpu_records(Shape(facts, defs))
+            if records:
+                per_gpu[check.name] = records[0] if len(records) == 1 else {"anyOf": records}
+        metrics = [m.name for m in declaration_of(check).metrics] if hasattr(check, "layer") else []
+        per_check[check.name] = _closed(
+            {
+                "status": {"type": "string"},
+                "facts": facts,
+                "metrics": _closed({name: {"type": "number"} for name in metrics})
+                if hasattr(check, "layer")
+                else ANYTHING,
+                "findings": {"type": "array", "items": {"type": "string"}},
+            }
+        )
+    finding = _closed(
+        {
+            "code": {"type": "string"},
+            "check": {"type": "string"},
+            "severity": {"type": "string"},
+            "gpu": {"type": "integer"},
+        }
+    )
+    node = _closed(
+        {
+            "checks": _closed(per_check),
+            "findings": {"type": "array", "items": finding},
+            "profile": dict(profile),
+            "params": ANYTHING,
+            "node": ANYTHING,
+        }
+    )
+    gpu = _closed(
+        {
+            "index": {"type": "integer"},
+            "pci_bus_id": {"type": "string"},
+            "name": {"type": "string"},
+            **per_gpu,
+        }
+    )
+    return Activation(node, gpu, defs, tuple(per_check), tuple(unmodelled))
+
+
+def _closed(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": dict(properties), "additionalProperties": False}
+
+
+def _gpu_records(facts: Shape) -> list[Mapping[str, Any]]:
+    """The object schemas of the entries of `facts.gpus` / `facts.per_gpu` (entries that are
+    not records, such as topology's list of column names, make no GPU record)."""
+    records: list[Mapping[str, Any]] = []
+    for name in GPU_RECORD_LISTS:
+        field = facts.member(name)
+        if isinstance(field, str):
+            continue
+        items = field.items()
+        if isinstance(items, str):
+            continue
+        records.extend(
+            dict(b) for b in items.branches() if _kind(b) == "object" and "properties" in b
+        )
+    return records
+
+
+def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without its `$defs`, which join `defs` as `<check>.<name>` (refs rewritten)."""
+    own = schema.get("$defs") or {}
+    names = {name: f"{check}.{name}" for name in own}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: rewrite(v) for k, v in node.items() if k != "$defs"}
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.rpartition("/")[2] in names:
+                out["$ref"] = f"#/$defs/{names[ref.rpartition('/')[2]]}"
+            return out
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    for name, body in own.items():
+        defs[names[name]] = rewrite(body)
+    result: dict[str, Any] = rewrite(schema)
+    return result

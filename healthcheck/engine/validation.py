@@ -1,0 +1,122 @@
+"""`sitscheck rules validate`: rule files against the declared facts, profiles against theirs.
+
+Each rule file must load (`loader.load_rules`: keys, severities, CEL that compiles), and
+every fact path its expressions read and every check it `requires` must be declared
+(`fact_paths`). Each profile file (a file in a `profiles/` folder) must hold only keys of
+the profile schema, each of its type (`profile_schema`). Every problem is one error naming
+file and line; one file's problems never hide another's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RuleError
+from .loader import load_rules, rule_files, shipped_rules_dirs
+from .yaml_lines import load_yaml
+
+PROFILES_FOLDER = "profiles"
+
+
+@dataclass
+class Outcome:
+    problems: list[RuleError] = field(default_factory=list)
+    rules: int = 0
+    rule_files: int = 0
+    profiles: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        text = f"ok: {self.rules} rules in {self.rule_files} files, {self.profiles} profiles"
+        return "; ".join([text, *self.notes])
+
+
+def targets(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(rule files, profile files) to validate: the given files (a file in a `profiles/`
+    folder is a profile), each given folder's `*.yaml` and `profiles/*.yaml`; with none
+    given, every shipped one (sitscheck's and plugins')."""
+    if not paths:
+        return rule_files([]), _profiles(shipped_rules_dirs())
+    rules: list[Path] = []
+    profiles: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            rules.extend(sorted(path.glob("*.yaml")))
+            profiles.extend(_profiles([path]))
+        elif path.parent.name == PROFILES_FOLDER:
+            profiles.append(path)
+        else:
+            rules.append(path)
+    return rules, profiles
+
+
+def _profiles(folders: list[Path]) -> list[Path]:
+    return [p for folder in folders for p in sorted((folder / PROFILES_FOLDER).glob("*.yaml"))]
+
+
+def validate(paths: list[Path]) -> Outcome:
+    rules, profiles = targets(paths)
+    outcome = Outcome(rule_files=len(rules), profiles=len(profiles))
+    declared = _Declared()
+    from .cel import CelEnvironment
+
+    env = CelEnvironment()
+    for path in rules:
+        try:
+            ruleset = load_rules([path], env)
+        except RuleError as exc:
+            outcome.problems.append(exc)
+            continue
+        outcome.rules += len(ruleset.rules)
+        from .fact_paths import rule_file_problems
+
+        outcome.problems.extend(rule_file_problems(path, ruleset.rules, declared.activation()))
+    for path in profiles:
+        try:
+            data = load_yaml(path)
+        except RuleError as exc:
+            outcome.problems.append(exc)
+            continue
+        outcome.problems.extend(declared.profile().problems(str(path), data))
+    outcome.notes = declared.notes()
+    return outcome
+
+
+class _Declared:
+    """The checks' declarations, read when first needed (a file that does not even load needs
+    none: no check or pydantic model is imported for it)."""
+
+    def __init__(self) -> None:
+        self._checks: list[Any] | None = None
+        self._profile: Any = None
+        self._activation: Any = None
+
+    def checks(self) -> list[Any]:
+        if self._checks is None:
+            from ..contract.registry import discover
+
+            self._checks = list(discover())
+        return self._checks
+
+    def profile(self) -> Any:
+        if self._profile is None:
+            from .profile_schema import ProfileSchema
+
+            self._profile = ProfileSchema.of_checks(self.checks())
+        return self._profile
+
+    def activation(self) -> Any:
+        if self._activation is None:
+            from .fact_schema import activation
+
+            self._activation = activation(self.checks(), self.profile().json_schema())
+        return self._activation
+
+    def notes(self) -> list[str]:
+        if self._activation is None:
+            return []
+        from .fact_paths import summary_of
+
+        return list(summary_of(self._activation))
