@@ -176,7 +176,7 @@ class ProfileSchema:
     def _unknown(self, dotted: str, keys: Mapping[str, KeySpec], prefix: str) -> str:
         name = dotted[len(prefix) :]
         close = difflib.get_close_matches(name, list(keys), n=1)
-        hint = f"did you mean {prefix}{close[0]!r}?" if close else ""
+        hint = f"did you mean {prefix + close[0]!r}?" if close else ""
         if not hint:
             hint = "known: " + ", ".join(f"{prefix}{k}" for k in sorted(keys))
         if self.broken:
@@ -219,6 +219,7 @@ def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:
 
 def _key_schema(spec: KeySpec) -> dict[str, Any]:
     """A key's schema; null is allowed (it leaves the key unset)."""
+    schema: dict[str, Any]
     if spec.type == "object":
         schema = _object(spec.children) if spec.children else {"type": "object"}
     elif spec.type.endswith("[]"):
