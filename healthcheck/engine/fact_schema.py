@@ -2,9 +2,9 @@
 
 `engine.evaluate.build_activation` gives a rule `checks.<check>.{status, facts, metrics,
 findings}`, the run's `findings`, `profile`, `params` and `node`; a GPU rule also sees
-`gpu`, one record per GPU (`evaluate.gpu_views`): `index`, `pci_bus_id`, `name` and, under
-each check's name, that check's record for the GPU (an entry of its `facts.gpus`, or of
-`facts.per_gpu`). Here that activation is one JSON Schema document built from the checks'
+`gpu`, one record per GPU (`evaluate.gpu_views`): `index`, `pci_bus_id`, `name`, `uuid`
+and, under each check's name, that check's record for the GPU (an entry of its `facts.gpus`,
+or of `facts.per_gpu`). Here that activation is one JSON Schema document built from the checks'
 declarations: each facts model's schema (`Declaration.facts`, its `$defs` renamed per check),
 its metrics (`Declaration.metrics`) and the profile schema. A check that declares no facts
 model (or failed to load) reads as "anything" below its name, never as an error.
@@ -24,7 +24,7 @@ from typing import Any
 from ..contract.declarations import declaration_of, resolve
 from ..errors import ConfigError
 
-# The records of a check's facts that become `gpu.<check>` (as `evaluate.gpu_views` reads them).
+# The lists of a check's facts whose records become `gpu.<check>` (`identity.gpu_records`).
 GPU_RECORD_LISTS = ("gpus", "per_gpu")
 ANYTHING: Mapping[str, Any] = {}
 _NAMES_SHOWN = 12
@@ -252,6 +252,7 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
             "check": {"type": "string"},
             "severity": {"type": "string"},
             "gpu": {"type": "integer"},
+            "pci_bus_id": {"type": "string"},
         }
     )
     node = _closed(
@@ -268,6 +269,7 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
             "index": {"type": "integer"},
             "pci_bus_id": {"type": "string"},
             "name": {"type": "string"},
+            "uuid": {"type": "string"},
             **per_gpu,
         }
     )

@@ -336,6 +336,7 @@ def test_a_gpu_record_path_the_engine_never_builds_is_not_in_the_schema() -> Non
     assert not isinstance(nvlink, str)
     assert not isinstance(nvlink.member("links_reported"), str)
     assert "did you mean 'links_reported'" in str(nvlink.member("links_reportd"))
-    assert isinstance(gpu.member("uuid"), str)  # not a key of the engine's GPU record
+    assert not isinstance(gpu.member("uuid"), str)  # the identity the engine joins by
+    assert isinstance(gpu.member("serial"), str)  # not a key of the engine's GPU record
     topology = gpu.member("topology")  # its `per_gpu` records, not its `gpus` (names)
     assert not isinstance(topology, str) and not isinstance(topology.member("in_matrix"), str)
