@@ -24,6 +24,13 @@ from .model import Rule
 from .yaml_lines import LinedDict, LinedList, line_of, load_yaml, read_capped, value_line_of
 
 COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "filter", "map"})
+# The parse-tree nodes (celpy's cel.lark) read by their own method; the others pass through.
+_HANDLED = frozenset(
+    {
+        "ident", "member_dot", "member_index", "member_dot_arg", "member_object", "ident_arg",
+        "dot_ident", "dot_ident_arg", "paren_expr", "literal", "list_lit", "map_lit",
+    }
+)  # fmt: skip
 # Names CEL itself defines (type names: `type(x) == bool`).
 CEL_NAMES = frozenset(
     {"bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"}
@@ -154,7 +161,7 @@ class _Walker:
             return None
         kind = str(tree.data)
         children = tree.children
-        handler = getattr(self, f"_{kind}", None)
+        handler = getattr(self, f"_{kind}", None) if kind in _HANDLED else None
         if handler is not None:
             result: Read | None = handler(children, scope, tree)
             return result
@@ -241,6 +248,22 @@ class _Walker:
         for argument in _arguments(children[1] if len(children) > 1 else None):
             self.read(argument, scope)
         return None
+
+    def _list_lit(self, children: list[Any], scope: dict[str, Shape], tree: Any) -> Read | None:
+        for child in children:  # `[a]` is a list, never `a` itself
+            self._read_all(child, scope)
+        return None
+
+    _map_lit = _list_lit
+
+    def _read_all(self, tree: Any, scope: dict[str, Shape]) -> None:
+        from lark import Tree
+
+        if isinstance(tree, Tree) and str(tree.data) in ("exprlist", "mapinits", "fieldinits"):
+            for child in tree.children:
+                self.read(child, scope)
+        else:
+            self.read(tree, scope)
 
     def _paren_expr(self, children: list[Any], scope: dict[str, Shape], tree: Any) -> Read | None:
         return self.read(children[0], scope)

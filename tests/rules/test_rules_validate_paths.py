@@ -59,6 +59,7 @@ def problems(expression: str, scope: str = "gpu") -> list[str]:
         "has(profile.nvlink) && gpu.nvlink.links_reported < int(profile.nvlink.links)",
         "params.busy_util_pct > 0 && node.gpu_count > 0",
         "(gpu.memory_errors.remap_histogram).none > 0",
+        "[gpu.nvlink.links_active].all(n, n > 0) && {'a': gpu.index}.exists(k, k == 'a')",
         "checks.tensorrt.facts.logs.exists(t, t.precision_fallbacks.exists(p, p['from'] == 'X'))",
     ],
 )
@@ -87,6 +88,7 @@ def test_declared_paths_pass(expression: str) -> None:
         ("profile.nvlink.per_pear > 0", "did you mean 'per_pair'"),
         ("profile.tdpw > 0", "did you mean 'tdp_w'"),
         ("chekcs.driver.status == 'ok'", "chekcs: no such name here"),
+        ("[gpu.nvlink.links_activ].all(n, n > 0)", "did you mean 'links_active'"),
     ],
 )
 def test_undeclared_paths_are_refused(expression: str, words: str) -> None:
