@@ -333,7 +333,12 @@ def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
 def build_traces(
     report: Report, resource: Attrs, trace_id: bytes | None = None
 ) -> ExportTraceServiceRequest:
-    """The run as SDK spans (its own times and ids), encoded by the exporter's encoder."""
+    """The run's spans, encoded by the exporter's encoder."""
+    return encode_spans(run_spans(report, resource, trace_id))
+
+
+def run_spans(report: Report, resource: Attrs, trace_id: bytes | None = None) -> list[ReadableSpan]:
+    """The run as SDK spans, with its own times and ids."""
     inventory = Inventory.of(report)
     trace_id = trace_id or secrets.token_bytes(16)
     start = started_ns(report)
@@ -376,7 +381,7 @@ def build_traces(
                 instrumentation_scope=scope,
             )
         )
-    return encode_spans(spans)
+    return spans
 
 
 def _status(error: str | None) -> SpanStatus:
@@ -545,7 +550,12 @@ def _gpu_attrs(labels: Mapping[str, str], inventory: Inventory, hw: bool) -> Att
 
 
 def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetricsServiceRequest:
-    """The run's metrics in the SDK's data model, encoded by the exporter's encoder."""
+    """The run's metrics, encoded by the exporter's encoder."""
+    return encode_metrics(run_metrics(report, resource, extras))
+
+
+def run_metrics(report: Report, resource: Attrs, extras: Extras) -> MetricsData:
+    """The run's metrics in the SDK's data model, with their own times and start times."""
     inventory = Inventory.of(report)
     at = started_ns(report) + _seconds_ns(report.duration_s)
     out = _Metrics(at, extras.counter_start_ns)
@@ -580,7 +590,7 @@ def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetr
         {"sitscheck.drop.reason": "rejected"},
         start,
     )
-    data = MetricsData(
+    return MetricsData(
         resource_metrics=[
             ResourceMetrics(
                 resource=_resource(resource),
@@ -589,7 +599,6 @@ def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetr
             )
         ]
     )
-    return encode_metrics(data)
 
 
 def _sensor_attrs(attrs: Attrs, location: str) -> Attrs:
