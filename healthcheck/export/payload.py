@@ -34,11 +34,10 @@ from __future__ import annotations
 
 import platform
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -66,14 +65,13 @@ from opentelemetry.trace import StatusCode as SpanStatusCode
 from .. import __version__
 from ..models import (
     CheckResult,
-    Device,
     Finding,
     Report,
     Severity,
     Status,
     Verdict,
-    worst,
 )
+from .inventory import HW_STATES, Inventory, gpu_health
 from .semconv import (
     COUNTER,
     GAUGE,
@@ -89,12 +87,6 @@ SCOPE = "sitscheck"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _EXCERPT_CHARS = 1000
 
-_GPU_ID_LABELS = ("hw.id", "uuid", "gpu_uuid")
-_GPU_BUS_LABELS = ("pci_bus_id", "gpu.pci_bus_id", "bus_id", "device")
-_GPU_INDEX_LABELS = ("gpu.index", "gpu_index", "gpu", "index")
-_HW_STATES = ("ok", "degraded", "failed", "predicted_failure")
-# findings that say a GPU will fail (needs a reset to take memory out of use) before it does
-_PREDICTED_FAILURE = ("memory_errors.remap_pending", "memory_errors.retired_pages_pending")
 
 
 @dataclass(frozen=True)
@@ -184,109 +176,6 @@ def resource_attributes(
     if service_name:
         attrs["service.name"] = service_name
     return attrs
-
-
-# ---------------------------------------------------------------- the GPUs a report knows
-
-
-@dataclass(frozen=True)
-class Gpu:
-    index: int | None
-    uuid: str | None
-    pci_bus_id: str | None
-    model: str | None
-    vbios: str | None
-    state: str | None = None  # the driver's word for it: ok, or why not
-
-    @property
-    def hw_id(self) -> str:
-        return self.uuid or self.pci_bus_id or f"gpu{self.index}"
-
-
-@dataclass
-class Inventory:
-    gpus: list[Gpu] = field(default_factory=list)
-    driver_version: str | None = None
-
-    @classmethod
-    def of(cls, report: Report) -> Inventory:
-        driver = report.check("driver")
-        facts = driver.facts if driver is not None else {}
-        gpus = []
-        for raw in facts.get("gpus") or []:
-            if not isinstance(raw, dict):
-                continue
-            index = raw.get("index")
-            gpus.append(
-                Gpu(
-                    index=index if isinstance(index, int) else None,
-                    uuid=_str(raw.get("uuid")),
-                    pci_bus_id=_bus_id(raw.get("pci_bus_id")),
-                    model=_str(raw.get("name")),
-                    vbios=_str(raw.get("vbios")),
-                    state=_str(raw.get("state")),
-                )
-            )
-        return cls(gpus, _str(facts.get("driver_version")))
-
-    def find(
-        self, index: int | None = None, uuid: str | None = None, bus: str | None = None
-    ) -> Gpu | None:
-        bus = _bus_id(bus)
-        for wanted, key in ((uuid, "hw_id"), (uuid, "uuid"), (bus, "pci_bus_id"), (index, "index")):
-            if wanted is None:
-                continue
-            found = next((g for g in self.gpus if getattr(g, key) == wanted), None)
-            if found is not None:
-                return found
-        return None
-
-    def gpu_attrs(self, gpu: Gpu) -> Attrs:
-        attrs: Attrs = {"hw.id": gpu.hw_id, "hw.type": "gpu"}
-        if gpu.index is not None:
-            attrs["hw.name"] = f"GPU {gpu.index}"
-            attrs["sitscheck.gpu.index"] = str(gpu.index)
-        if gpu.model:
-            attrs["hw.model"] = gpu.model
-            attrs["hw.vendor"] = "NVIDIA"
-        if gpu.vbios:
-            attrs["hw.firmware_version"] = gpu.vbios
-        if self.driver_version:
-            attrs["hw.driver_version"] = self.driver_version
-        if gpu.pci_bus_id:
-            attrs["sitscheck.gpu.pci_bus_id"] = gpu.pci_bus_id
-        return attrs
-
-    def device_attrs(self, device: Device | None) -> Attrs:
-        """A finding's or verdict's device: a GPU as `hw.*`, another device by bus id."""
-        if device is None:
-            return {}
-        gpu = self.find(device.index, None, device.pci_bus_id)
-        if gpu is None and device.index is not None:
-            gpu = Gpu(device.index, None, _bus_id(device.pci_bus_id), device.name, None)
-        if gpu is not None:
-            return self.gpu_attrs(gpu)
-        attrs: Attrs = {}
-        if device.pci_bus_id:
-            attrs["sitscheck.device.pci_bus_id"] = device.pci_bus_id
-        if device.name:
-            attrs["sitscheck.device.name"] = device.name
-        return attrs
-
-
-def _str(value: Any) -> str | None:
-    return str(value) if value not in (None, "") else None
-
-
-def _bus_id(value: Any) -> str | None:
-    """`00000000:3B:00.0` and `0000:3b:00.0` alike: a 4-digit domain, lower case."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip().lower()
-    domain, sep, rest = text.partition(":")
-    if sep and rest.count(":") == 1 and len(domain) > 4 and set(domain[:-4]) == {"0"}:
-        return f"{domain[-4:]}:{rest}"
-    return text
 
 
 # ---------------------------------------------------------------- values and times
@@ -534,19 +423,12 @@ class _Metrics:
 
 def _gpu_attrs(labels: Mapping[str, str], inventory: Inventory, hw: bool) -> Attrs:
     """The hardware attributes of the device a metric's labels name (the labels then win)."""
-    ident = next((labels[k] for k in _GPU_ID_LABELS if labels.get(k)), None)
-    bus = next((labels[k] for k in _GPU_BUS_LABELS if labels.get(k)), None)
-    index_text = next((labels[k] for k in _GPU_INDEX_LABELS if labels.get(k)), None)
-    index = int(index_text) if index_text is not None and index_text.isdigit() else None
-    if ident is None and bus is None and index is None:
-        return {}
-    gpu = inventory.find(index, ident, bus)
+    gpu, other_bus = inventory.locate(labels)
     if gpu is not None:
         return inventory.gpu_attrs(gpu)
-    if bus is not None and ident is None and index is None:
-        # A PCIe device that is not a GPU of the inventory (a port, a switch, a NIC).
-        return {"hw.id": _bus_id(bus) or bus, "hw.type": "pci_device"} if hw else {}
-    return inventory.gpu_attrs(Gpu(index, ident, _bus_id(bus), None, None))
+    if other_bus is not None:  # a PCIe device that is not a GPU (a port, a switch, a NIC)
+        return {"hw.id": other_bus, "hw.type": "pci_device"} if hw else {}
+    return {}
 
 
 def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetricsServiceRequest:
@@ -651,39 +533,13 @@ def _run_metrics(report: Report, out: _Metrics) -> None:
 
 
 def _gpu_status(report: Report, inventory: Inventory, out: _Metrics) -> None:
-    """hw.status per GPU of the inventory: the worst finding or verdict that names it."""
-    statuses: dict[str, list[Status]] = {gpu.hw_id: [] for gpu in inventory.gpus}
-    for gpu in inventory.gpus:
-        if gpu.state not in (None, "ok"):
-            statuses[gpu.hw_id].append(Status.CRITICAL)
-    predicted: set[str] = set()
-    for check in report.checks:
-        for finding in check.findings:
-            hw_id = inventory.device_attrs(finding.device).get("hw.id")
-            if finding.code in _PREDICTED_FAILURE and isinstance(hw_id, str):
-                predicted.add(hw_id)
-    named: Iterable[tuple[Device | None, Status]] = [
-        *((f.device, f.severity.as_status()) for c in report.checks for f in c.findings),
-        *((v.device, v.status) for v in report.verdicts),
-    ]
-    for device, status in named:
-        if device is None:
-            continue
-        attrs = inventory.device_attrs(device)
-        hw_id = attrs.get("hw.id")
-        if isinstance(hw_id, str) and hw_id in statuses:
-            statuses[hw_id].append(status)
+    """hw.status per GPU of the inventory (`gpu_health`): one of its states 1, or none when
+    the GPU's health is unknown."""
     spec = HW_METRICS["hw.status"]
+    health = gpu_health(report, inventory)
     for gpu in inventory.gpus:
-        state = {
-            Status.OK: "ok",
-            Status.SKIPPED: "ok",
-            Status.WARNING: "degraded",
-            Status.CRITICAL: "failed",
-        }.get(worst(statuses[gpu.hw_id]))  # unknown: no state is 1
-        if gpu.hw_id in predicted and state in ("ok", "degraded"):
-            state = "predicted_failure"  # a pending remap: a reset is due before it fails
-        for candidate in _HW_STATES:
+        state = health[gpu.hw_id].state
+        for candidate in HW_STATES:
             attrs = {**inventory.gpu_attrs(gpu), "hw.state": candidate}
             out.add("hw.status", spec, 1 if candidate == state else 0, attrs)
 
