@@ -180,3 +180,35 @@ def gpu_health(report: Report, inventory: Inventory) -> dict[str, GpuHealth]:
             state = "predicted_failure"
         health[gpu.hw_id] = GpuHealth(status, state)
     return health
+
+
+def with_gpu_uuids(report: Report) -> Report:
+    """The report with each finding's, verdict's and cleared item's GPU device carrying the
+    GPU's UUID from the driver's inventory (matched by bus id, else index); the report itself
+    is not changed. A device the inventory does not know (a port, a lost GPU) is left as it is.
+    """
+    inventory = Inventory.of(report)
+    if not inventory.gpus:
+        return report
+
+    def named(device: Device | None) -> Device | None:
+        if device is None or device.uuid is not None:
+            return device
+        gpu = inventory.find(device.index, None, device.pci_bus_id)
+        if gpu is None or gpu.uuid is None:
+            return device
+        return device.model_copy(update={"uuid": gpu.uuid})
+
+    checks = [
+        check.model_copy(
+            update={
+                "findings": [
+                    f.model_copy(update={"device": named(f.device)}) for f in check.findings
+                ]
+            }
+        )
+        for check in report.checks
+    ]
+    verdicts = [v.model_copy(update={"device": named(v.device)}) for v in report.verdicts]
+    cleared = [c.model_copy(update={"device": named(c.device)}) for c in report.cleared]
+    return report.model_copy(update={"checks": checks, "verdicts": verdicts, "cleared": cleared})

@@ -4,7 +4,8 @@ Names and instruments (`HW_METRICS`, semconv `hw.*`, development status): a chec
 one of these names goes out as that instrument in its unit, converting a check's unit where
 that is exact (`%` to a fraction, MiB to bytes, mW to W, mJ to J); an `hw.*` metric whose unit
 cannot be converted (a rate in By/s for the byte counter `hw.gpu.io`) is renamed
-`sitscheck.hw.*`; every other name is a `sitscheck.*` gauge in its own unit.
+`sitscheck.hw.*`; every other name is a `sitscheck.*` metric in its own unit: a counter
+where its check declares one (`Metric.kind`), else a gauge.
 
 What the conventions ask beyond names:
 - one gauge, one value per component: a sampled series' `stat` label does not split it; the
@@ -129,6 +130,8 @@ def otel_point(metric: Metric) -> Point:
     labels = dict(metric.labels)
     stat = labels.pop("stat", None)
     name, spec, value = _instrument(metric.name, metric.unit, metric.value)
+    if metric.kind == "counter" and spec.kind == GAUGE and stat is None:
+        spec = Spec(COUNTER, spec.unit, spec.description)  # as its check declared it
     if stat is not None and stat != PRIMARY_STAT:  # the window's other statistics
         base = name if name.startswith("sitscheck.") else f"sitscheck.{name}"
         name = f"{base}.window.{stat}"

@@ -424,3 +424,22 @@ def test_memory_usage_limit_and_energy_go_out_as_the_conventions_instruments() -
     energy = got["hw.energy"]
     assert (energy.unit, energy.sum.is_monotonic) == ("J", True)
     assert point(energy, **{"hw.id": UUID0}) == pytest.approx(123456.789)
+
+
+def test_a_declared_counter_is_a_cumulative_sum() -> None:
+    report = sample_report()
+    memory = report.check("memory_errors")
+    assert memory is not None
+    memory.metrics = [
+        Metric(
+            name="sitscheck.gpu.memory.remapped_rows",
+            value=3,
+            unit="{row}",
+            labels={"hw.id": UUID0, "gpu.index": "0", "kind": "corrected"},
+            kind="counter",
+        )
+    ]
+    _, metrics = decoded(report, Extras(counter_start_ns=5 * 10**18))
+    rows = metrics_of(metrics)["sitscheck.gpu.memory.remapped_rows"]
+    assert rows.WhichOneof("data") == "sum" and rows.sum.is_monotonic
+    assert rows.sum.data_points[0].start_time_unix_nano == 5 * 10**18
