@@ -222,10 +222,14 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: Any) -> Any:
     """One run: execute (through the daemon state in timer mode), deliver, export."""
     from .app import execute
-    from .report.outputs import deliver
+    from .report.outputs import OutputError, deliver
 
     report = _daemon_run(config, request) if config.daemon else execute(request)
-    deliver(report, specs, config.verbose)
+    failed: OutputError | None = None
+    try:
+        deliver(report, specs, config.verbose)
+    except OutputError as exc:  # an unwritable output costs neither the others nor the export
+        failed = exc
     if otlp_settings.endpoint:
         from .export.otel import export_report
         from .interrupt import time_left
@@ -234,6 +238,8 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
         result = export_report(report, otlp_settings, config.state_dir, timeout_s=budget)
         if result.errors:
             typer.echo(f"sitscheck: {result.summary()}", err=True)
+    if failed is not None:
+        raise failed
     return report
 
 

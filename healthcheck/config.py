@@ -108,7 +108,9 @@ def load_site_config(path: Path | None) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{target}{line}: not valid YAML: {exc}") from exc
+        # the problem's words only: yaml's full text quotes the line, which may hold a secret
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{target}{line}: not valid YAML: {problem}") from exc
     except OSError as exc:
         raise ConfigError(f"{target}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:

@@ -19,6 +19,10 @@ SCHEMA_VERSION = "1.0"
 # Daemon runs (`run --daemon`, `daemon`): whether a finding or fired verdict is new since the
 # last run or was already there; None outside daemon runs.
 DaemonMark = Literal["new", "persisting"]
+# What an automation may do about a finding or verdict (sitscheck.contract.ActionCategory).
+ActionCategoryName = Literal[
+    "none", "rerun", "configure", "triage", "reset_gpu", "reboot", "isolate", "replace"
+]
 
 
 class Device(BaseModel):
@@ -29,6 +33,9 @@ class Device(BaseModel):
     index: int | None = None
     pci_bus_id: str | None = None
     name: str | None = None
+    uuid: str | None = Field(
+        default=None, description="The GPU's UUID (GPU-...), from the driver's inventory."
+    )
 
 
 class Evidence(BaseModel):
@@ -55,19 +62,7 @@ class Finding(BaseModel):
             "line), new once. From the code's declaration in its check."
         ),
     )
-    action_category: (
-        Literal[
-            "none",
-            "rerun",
-            "configure",
-            "triage",
-            "reset_gpu",
-            "reboot",
-            "isolate",
-            "replace",
-        ]
-        | None
-    ) = Field(
+    action_category: ActionCategoryName | None = Field(
         default=None,
         description="What an automation may do (from the code's declaration), beside `action`.",
     )
@@ -114,6 +109,10 @@ class Verdict(BaseModel):
     layer: Layer = Layer.RUNTIME
     device: Device | None = None
     action: str | None = None
+    action_category: ActionCategoryName | None = Field(
+        default=None,
+        description="What an automation may do (from the rule's declaration), beside `action`.",
+    )
     source: str | None = None
     explains: list[str] = Field(
         default_factory=list, description="Codes of findings/rules this verdict is the cause of."

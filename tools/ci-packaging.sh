@@ -5,14 +5,18 @@
 #   tools/ci-packaging.sh
 #
 # Steps (each either passes, fails, or is skipped with the reason printed):
-#   1. system tools: systemd (systemd-analyze), dpkg-deb, prometheus-node-exporter —
-#      installed with apt-get only when missing, and only as root with apt-get present;
+#   1. system tools: systemd (systemd-analyze), dpkg-deb, prometheus-node-exporter, promtool
+#      (Debian's prometheus), munge and Slurm (slurmctld, slurmd, slurm-client: the real-Slurm
+#      test) — installed with apt-get only when missing, and only as root with apt-get
+#      present, their services kept from starting (policy-rc.d) — the tests start their own;
 #   2. build the .deb (packaging/deb/build.sh), inspect it (dpkg-deb --info/--contents);
 #   3. run its entry point from an unpacked root (dpkg-deb -x; nothing is installed);
 #   4. systemd-analyze verify on the units (ExecStart pointed at the unpacked entry point),
 #      strict: any warning fails; systemd-analyze security --offline: exposure <= 3.0;
 #   5. pipx install of the checkout into a throwaway PIPX_HOME, then run it;
-#   6. pytest tests/packaging tests/daemon (with SITSCHECK_DEB set), when a pytest is found.
+#   6. pytest tests/packaging tests/daemon (with SITSCHECK_DEB set), when a pytest is found;
+#   7. promtool check/test rules on packaging/prometheus; kubernetes-validate --strict on
+#      packaging/k8s (when installed: the test extra has it).
 #
 # Environment: PYTEST (default: .venv/bin/pytest, else `python3 -m pytest`),
 # SITSCHECK_CI_SKIP_PIPX=1 (skip step 5), SITSCHECK_CI_NO_APT=1 (never apt-get install).
@@ -44,12 +48,18 @@ ensure() {  # ensure COMMAND PACKAGE: 0 when COMMAND is (or was made) available
         DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
         apt_updated=1
     fi
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "$package" >"$work/apt-$package.log" 2>&1; then
+    local policy=/usr/sbin/policy-rc.d made_policy=0 installed=0
+    if [ ! -e $policy ]; then  # keep the package's own service from starting
+        printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy && made_policy=1
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "$package" >"$work/apt-$package.log" 2>&1 && installed=1
+    [ $made_policy = 0 ] || rm -f $policy
+    if [ $installed = 0 ]; then
         skip "$command: apt-get install $package failed: $(tail -n 1 "$work/apt-$package.log")"
         return 1
     fi
-    command -v "$command" >/dev/null 2>&1
+    command -v "$command" >/dev/null 2>&1 || [ -x "/usr/sbin/$command" ]
 }
 
 have_systemd=0
@@ -57,6 +67,11 @@ ensure systemd-analyze systemd && have_systemd=1
 have_dpkg=0
 ensure dpkg-deb dpkg && have_dpkg=1
 ensure prometheus-node-exporter prometheus-node-exporter >/dev/null || true
+have_promtool=0
+ensure promtool prometheus && have_promtool=1
+for pair in munged:munge slurmctld:slurmctld slurmd:slurmd scontrol:slurm-client; do
+    ensure "${pair%%:*}" "${pair#*:}" || true  # the real-Slurm test skips only without root/apt
+done
 
 # --- 2. build and inspect the .deb ------------------------------------------------------
 deb=""
@@ -173,6 +188,29 @@ if [ -n "$pytest" ]; then
     fi
 else
     skip "pytest: no PYTEST, no .venv/bin/pytest, no pytest with sitscheck on python3"
+fi
+
+# --- 7. Prometheus rules, Kubernetes manifests ---------------------------------------
+if [ $have_promtool = 1 ]; then
+    if out=$(promtool check rules packaging/prometheus/sitscheck-alerts.yaml 2>&1) &&
+        out2=$(cd packaging/prometheus && promtool test rules sitscheck-alerts.test.yaml 2>&1); then
+        pass "promtool check rules; promtool test rules: $(grep -c 'alert:' packaging/prometheus/sitscheck-alerts.yaml) alerts"
+    else
+        fail "promtool rules: $out ${out2:-}"
+    fi
+else
+    fail "promtool missing: the alerting rules are untested"
+fi
+validate=""
+[ -n "$pytest" ] && validate=$(dirname "${pytest%% *}")/kubernetes-validate
+if [ -n "$validate" ] && [ -x "$validate" ]; then
+    if out=$("$validate" --strict --quiet -k 1.30.0 packaging/k8s/*.yaml 2>&1); then
+        pass "kubernetes-validate --strict (1.30): packaging/k8s"
+    else
+        fail "kubernetes-validate: $out"
+    fi
+else
+    skip "kubernetes-validate: not next to $pytest (pip install '.[test]')"
 fi
 
 [ $failed = 0 ] && echo "ci-packaging: all passed" || echo "ci-packaging: FAILED" >&2

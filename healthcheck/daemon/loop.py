@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from types import FrameType
 
+from ..errors import SitscheckError
 from ..models import Report
 
 log = logging.getLogger("sitscheck.daemon")
@@ -186,6 +187,10 @@ def _one_run(
                 report = run_once()
         else:
             report = run_once()
+    except SitscheckError as exc:  # a user's mistake (an unwritable output): one line
+        log.error("sitscheck run failed: %s", exc)
+        notify.status(f"last run {at} failed: {exc}")
+        return
     except Exception as exc:  # one failed run must not end the service
         log.exception("sitscheck run failed")
         notify.status(f"last run {at} failed: {type(exc).__name__}: {exc}")

@@ -264,6 +264,9 @@ def _verdict(
         layer=rule.layer,
         device=device,
         action=rule.action if status in (Status.WARNING, Status.CRITICAL) else None,
+        action_category=(
+            rule.action_category if status in (Status.WARNING, Status.CRITICAL) else None
+        ),
         source=rule.source,
         explains=list(rule.explains),
         reason=reason,

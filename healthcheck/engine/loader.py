@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ..errors import RuleError
-from ..models import Layer, Severity
+from ..models import ActionCategoryName, Layer, Severity
 from .cel import CelEnvironment
 from .model import Profile, Rule, RuleSet, Scope
 from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
@@ -30,6 +30,7 @@ RULE_KEYS = {
     "message",
     "requires",
     "action",
+    "action_category",
     "source",
     "layer",
     "explains",
@@ -37,6 +38,7 @@ RULE_KEYS = {
 }
 REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
 SEVERITIES = {"info", "warning", "critical"}
+ACTION_CATEGORIES = set(get_args(ActionCategoryName))
 
 
 RULES_GROUP = "sitscheck.rules"
@@ -161,6 +163,13 @@ def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
         raise RuleError(file, f"{rule_id}: unknown layer {layer!r}", line_of(entry, "layer"))
     message = _text(entry, "message", file)
     guard = entry.get("guard")
+    category: Any = entry.get("action_category")
+    if category is not None and category not in ACTION_CATEGORIES:
+        raise RuleError(
+            file,
+            f"{rule_id}: action_category must be one of {sorted(ACTION_CATEGORIES)}",
+            line_of(entry, "action_category"),
+        )
     return Rule(
         id=rule_id,
         scope=scope,
@@ -173,6 +182,7 @@ def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
         line=line,
         requires=_names(entry, "requires", file),
         action=entry.get("action"),
+        action_category=category,
         source=entry.get("source"),
         layer=Layer(layer),
         explains=_names(entry, "explains", file),

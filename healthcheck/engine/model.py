@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..models import Layer, Severity
+from ..models import ActionCategoryName, Layer, Severity
 
 Scope = Literal["node", "gpu"]
 
@@ -28,6 +28,7 @@ class Rule:
     line: int
     requires: tuple[str, ...] = ()
     action: str | None = None
+    action_category: ActionCategoryName | None = None
     source: str | None = None
     layer: Layer = Layer.RUNTIME
     explains: tuple[str, ...] = ()

@@ -6,9 +6,9 @@
 2. write them to the spool (`spool.py`, `STATE_DIR/spool`) before sending anything;
 3. holding the spool's lock, drop what is past the age limit, then send every spooled
    payload oldest first (earlier runs' first), each under the per-request timeout and what
-   is left of `timeout_s` (`transport.py`); a payload is deleted once the receiver
-   acknowledged it; an endpoint that is down or slow stops the sending, a kind it refuses
-   stops that kind;
+   is left of `timeout_s` (`transport.py`), each signal to its own endpoint (`settings.py`);
+   a payload is deleted once the receiver acknowledged it; an endpoint that is down or slow
+   stops the sending to it, a kind it refuses stops that kind;
 4. trim the spool to its count and byte limits and count what was dropped.
 
 No SDK providers, exporters or background threads: nothing is left to flush or shut down
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..config import OtlpSettings
 from ..errors import ConfigError
 from ..models import Report
-from .settings import Target, redact_url, resolve_settings, target, timeout_s
+from .settings import ExportSettings, as_export_settings, redact_url, resolve_settings
 from .spool import Entry, Spool, SpoolLimits
 
 if TYPE_CHECKING:
@@ -79,32 +79,44 @@ class ExportResult:
 
 
 def export_report(
-    report: Report, settings: OtlpSettings, state_dir: Path, timeout_s: float
+    report: Report,
+    settings: ExportSettings | OtlpSettings,
+    state_dir: Path,
+    timeout_s: float,
 ) -> ExportResult:
     """Send this run's trace and metrics (and what earlier runs left spooled) within `timeout_s`.
 
-    `settings` as `resolve_settings` returns them; no endpoint: nothing is done. The spool is
-    `state_dir/spool`.
+    `settings` as `resolve_settings` returns them (an `OtlpSettings` is read with no
+    environment); no endpoint: nothing is done. The spool is `state_dir/spool`.
     """
     began = time.monotonic()
-    if not settings.endpoint:
+    secrets: list[str] = list(getattr(settings, "headers", {}).values())
+    try:
+        resolved = as_export_settings(settings)
+    except ConfigError as exc:
+        from .transport import scrub
+
+        return ExportResult(enabled=True, errors=[scrub(str(exc), secrets)])
+    secrets = resolved.secrets()
+    if not resolved.endpoint:
         return ExportResult(enabled=False)
     result = ExportResult(
         enabled=True,
-        endpoint=redact_url(settings.endpoint),
-        protocol=settings.protocol,
+        endpoint=", ".join(
+            dict.fromkeys(redact_url(s.endpoint) for s in resolved.signals.values())
+        ),
+        protocol=resolved.protocol,
         spool_dir=str(state_dir / SPOOL_DIR),
     )
     try:
-        result.protocol = target(settings).protocol
-        _export(report, settings, state_dir, began + max(timeout_s, 0.0), result)
+        _export(report, resolved, state_dir, began + max(timeout_s, 0.0), result)
     except ConfigError as exc:
         result.errors.append(str(exc))
     except Exception as exc:  # an export must never cost the run its report or exit code
         result.errors.append(f"internal error: {type(exc).__name__}: {exc}")
     from .transport import scrub
 
-    result.errors = [scrub(message, settings.headers.values()) for message in result.errors]
+    result.errors = [scrub(message, secrets) for message in result.errors]
     result.duration_s = round(time.monotonic() - began, 3)
     return result
 
@@ -119,11 +131,10 @@ class _Item:
 
 
 def _export(
-    report: Report, settings: OtlpSettings, state_dir: Path, deadline: float, result: ExportResult
+    report: Report, settings: ExportSettings, state_dir: Path, deadline: float, result: ExportResult
 ) -> None:
     from .payload import Extras, build_payloads, detect_host, resource_attributes
 
-    where = target(settings)
     limits = SpoolLimits(
         settings.spool_max_files, settings.spool_max_bytes, settings.spool_max_age_s
     )
@@ -149,7 +160,11 @@ def _export(
         ),
     )
     result.trace_id = payloads.trace_id.hex()
-    bodies = {"traces": payloads.traces, "metrics": payloads.metrics}
+    bodies = {
+        kind: body
+        for kind, body in (("traces", payloads.traces), ("metrics", payloads.metrics))
+        if kind in settings.signals
+    }
     current = [_Item(kind, True) for kind in bodies]
     if spool is not None:
         try:
@@ -165,7 +180,7 @@ def _export(
     if spool is None:  # send from memory: what does not get through is lost
         for item in current:
             item.body = bodies[item.kind]
-        _send(current, None, settings, where, deadline, result)
+        _send(current, None, settings, deadline, result)
         result.lost = sum(1 for item in current if not item.delivered)
         result.current_delivered = result.lost == 0
         return
@@ -175,9 +190,14 @@ def _export(
         if held:
             expired = spool.expire(time.time())
             names = {item.entry.name for item in current if item.entry is not None}
-            queue = [_Item(e.kind, e.name in names, e) for e in spool.pending()]
-            _send(queue, spool, settings, where, deadline, result)
-            result.current_delivered = sum(i.delivered for i in queue if i.current) == 2
+            # a kind no longer exported (its endpoint gone) stays spooled, within the bounds
+            queue = [
+                _Item(e.kind, e.name in names, e)
+                for e in spool.pending()
+                if e.kind in settings.signals
+            ]
+            _send(queue, spool, settings, deadline, result)
+            result.current_delivered = sum(i.delivered for i in queue if i.current) == len(current)
             trimmed = spool.trim()
             counts = spool.add_counts(expired + trimmed, result.rejected)
             result.dropped = len(expired) + len(trimmed)
@@ -194,36 +214,37 @@ def _export(
 def _send(
     queue: list[_Item],
     spool: Spool | None,
-    settings: OtlpSettings,
-    where: Target,
+    settings: ExportSettings,
     deadline: float,
     result: ExportResult,
 ) -> None:
-    """Send in order until out of time or the endpoint fails; a refused kind is skipped."""
+    """Send in order until out of time; a kind refused, or whose endpoint failed, is skipped."""
     from .transport import open_sender
 
+    senders: dict[str, Sender] = {}
     try:
-        sender = open_sender(where, settings)
-    except OSError as exc:
-        result.errors.append(f"otlp TLS files unreadable: {exc.strerror or exc}")
-        return
-    try:
-        _drain(queue, spool, sender, timeout_s(settings), deadline, result)
+        for kind, signal in settings.signals.items():
+            try:
+                senders[kind] = open_sender(signal)
+            except OSError as exc:
+                result.errors.append(f"otlp {kind}: TLS files unreadable: {exc.strerror or exc}")
+        _drain(queue, spool, senders, settings, deadline, result)
     finally:
-        sender.close()
+        for sender in senders.values():
+            sender.close()
 
 
 def _drain(
     queue: list[_Item],
     spool: Spool | None,
-    sender: Sender,
-    per_request_s: float,
+    senders: dict[str, Sender],
+    settings: ExportSettings,
     deadline: float,
     result: ExportResult,
 ) -> None:
     from .transport import Outcome
 
-    blocked: set[str] = set()
+    blocked: set[str] = {kind for kind in settings.signals if kind not in senders}
     for item in queue:
         if item.kind in blocked:
             continue
@@ -237,7 +258,8 @@ def _drain(
                 body = spool.read(item.entry)
             except OSError:
                 continue
-        sent = sender.send(item.kind, body, min(per_request_s, remaining))
+        signal = settings.signals[item.kind]
+        sent = senders[item.kind].send(item.kind, body, min(signal.timeout_s, remaining))
         name = item.entry.name if item.entry is not None else f"{item.kind} of this run"
         if sent.outcome is Outcome.DELIVERED:
             item.delivered = True
@@ -253,9 +275,10 @@ def _drain(
             result.errors.append(f"{name} refused for good, dropped: {sent.detail}")
         else:
             result.errors.append(f"{item.kind} not sent: {sent.detail}")
-            if sent.outcome is Outcome.ENDPOINT_DOWN:
-                return
             blocked.add(item.kind)
+            if sent.outcome is Outcome.ENDPOINT_DOWN:  # every signal sent to that host waits
+                down = signal.target.authority
+                blocked.update(k for k, s in settings.signals.items() if s.target.authority == down)
             continue
         if spool is not None and item.entry is not None:
             spool.remove(item.entry)

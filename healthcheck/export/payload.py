@@ -11,118 +11,82 @@ not run (it has an `error`: crashed, timed out, failed to load), and on the root
 check could not run; a critical finding is `sitscheck.status=critical`, not an ERROR span.
 
 Metrics: every metric of every check, one data point per run (per GPU for a per-GPU metric,
-as the check labels it), its labels as attributes. A name of the OpenTelemetry hardware
-conventions (`HW_METRICS`: `hw.gpu.utilization`, `hw.power`, `hw.errors`, ...) goes out as
-that convention's instrument (gauge, counter or up-down counter) in its unit, converting a
-check's unit where that is exact (`%` to a fraction, MiB to bytes, mW to W); an `hw.*` metric
-whose unit cannot be converted (a rate in By/s for the byte counter `hw.gpu.io`) is renamed
-`sitscheck.hw.*`, and every other name is a `sitscheck.*` gauge in its own unit.
+as the check labels it), by the hardware semantic conventions (`semconv.py`: names,
+instruments, units, `hw.errors`, sensors, the `sitscheck.` prefix of other attributes).
 A GPU named by a metric's labels (`hw.id`, `gpu.index`; or `uuid`, `pci_bus_id`, `device`)
 gets the hardware attributes from the driver check's inventory: `hw.id` (UUID, else bus id,
 else `gpu<index>`), `hw.type=gpu`, `hw.name` (`GPU 0`), `hw.model`, `hw.vendor`,
-`hw.firmware_version` (VBIOS), `hw.driver_version`, `gpu.index`, `gpu.pci_bus_id`; a check's
-own label wins over these. Added per run: `hw.status` per GPU (ok/degraded/failed from the
-worst finding or verdict naming it, no state 1 when that is unknown),
+`hw.firmware_version` (VBIOS), `hw.driver_version`, `sitscheck.gpu.index`,
+`sitscheck.gpu.pci_bus_id`; a check's own label wins over these. Added per run: `hw.status`
+per GPU (ok, degraded, failed from the worst finding or verdict naming it; predicted_failure
+for a pending row remap or page retirement; no state 1 when that is unknown),
 `sitscheck.run.duration`, `sitscheck.run.exit_code`, `sitscheck.check.status`,
 `sitscheck.check.duration`, `sitscheck.findings` and `sitscheck.otlp.dropped`.
+
+Built on the OpenTelemetry SDK's data model (`ReadableSpan`, `MetricsData`) and encoded by the
+OTLP exporter package's own encoders (`encode_spans`, `encode_metrics`), then serialised once,
+deterministically: the run's own timestamps (a replay keeps the bundle's), counter start
+times and ids are set here, not by a provider's clock, and the spooled bytes are the bytes
+sent, however late.
 """
 
 from __future__ import annotations
 
 import platform
-import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
 
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import (
-    AnyValue,
-    ArrayValue,
-    InstrumentationScope,
-    KeyValue,
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    Gauge,
+    MetricsData,
+    NumberDataPoint,
+    ResourceMetrics,
+    ScopeMetrics,
+    Sum,
 )
-from opentelemetry.proto.metrics.v1 import metrics_pb2
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1 import trace_pb2
+from opentelemetry.sdk.metrics.export import Metric as OtelMetric
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
+from opentelemetry.trace import Status as SpanStatus
+from opentelemetry.trace import StatusCode as SpanStatusCode
 
 from .. import __version__
 from ..models import (
     CheckResult,
-    Device,
     Finding,
-    Metric,
     Report,
     Severity,
     Status,
     Verdict,
-    worst,
+)
+from .inventory import HW_STATES, Inventory, gpu_health
+from .semconv import (
+    COUNTER,
+    GAUGE,
+    HW_METRICS,
+    START_UNKNOWN,
+    Attrs,
+    AttrValue,
+    Spec,
+    otel_point,
 )
 
-AttrValue = str | bool | int | float | list[str]
-Attrs = dict[str, AttrValue]
-
 SCOPE = "sitscheck"
-GAUGE, COUNTER, UPDOWN = "gauge", "counter", "updowncounter"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _EXCERPT_CHARS = 1000
 
-
-@dataclass(frozen=True)
-class Spec:
-    kind: str
-    unit: str
-    description: str
-
-
-# The OpenTelemetry hardware conventions' metrics (semconv `hw.*`, development status).
-HW_METRICS: dict[str, Spec] = {
-    "hw.gpu.utilization": Spec(GAUGE, "1", "Fraction of time spent in a specific task."),
-    "hw.gpu.memory.utilization": Spec(GAUGE, "1", "Fraction of GPU memory used."),
-    "hw.gpu.memory.usage": Spec(UPDOWN, "By", "GPU memory used."),
-    "hw.gpu.memory.limit": Spec(UPDOWN, "By", "Size of the GPU memory."),
-    "hw.gpu.io": Spec(COUNTER, "By", "Received and transmitted bytes by the GPU."),
-    "hw.errors": Spec(COUNTER, "{error}", "Number of errors encountered by the component."),
-    "hw.power": Spec(GAUGE, "W", "Instantaneous power consumed by the component."),
-    "hw.energy": Spec(COUNTER, "J", "Energy consumed by the component."),
-    "hw.temperature": Spec(GAUGE, "Cel", "Temperature in degrees Celsius."),
-    "hw.temperature.limit": Spec(GAUGE, "Cel", "Temperature limit in degrees Celsius."),
-    "hw.status": Spec(
-        UPDOWN, "1", "Operational status: 1 (true) or 0 (false) for each of the possible states."
-    ),
-}
-
-# unit as a check writes it -> (OTel unit, factor)
-_UNITS: dict[str, tuple[str, float]] = {
-    "%": ("1", 0.01),
-    "percent": ("1", 0.01),
-    "1": ("1", 1.0),
-    "ratio": ("1", 1.0),
-    "B": ("By", 1.0),
-    "By": ("By", 1.0),
-    "KiB": ("By", 1024.0),
-    "MiB": ("By", 1024.0**2),
-    "GiB": ("By", 1024.0**3),
-    "W": ("W", 1.0),
-    "mW": ("W", 0.001),
-    "J": ("J", 1.0),
-    "mJ": ("J", 0.001),
-    "Cel": ("Cel", 1.0),
-    "C": ("Cel", 1.0),
-    "°C": ("Cel", 1.0),
-    "degC": ("Cel", 1.0),
-}
-
-_GPU_ID_LABELS = ("hw.id", "uuid", "gpu_uuid")
-_GPU_BUS_LABELS = ("pci_bus_id", "gpu.pci_bus_id", "bus_id", "device")
-_GPU_INDEX_LABELS = ("gpu.index", "gpu_index", "gpu", "index")
-_HW_STATES = ("ok", "degraded", "failed")
 
 
 @dataclass(frozen=True)
@@ -214,126 +178,11 @@ def resource_attributes(
     return attrs
 
 
-# ---------------------------------------------------------------- the GPUs a report knows
-
-
-@dataclass(frozen=True)
-class Gpu:
-    index: int | None
-    uuid: str | None
-    pci_bus_id: str | None
-    model: str | None
-    vbios: str | None
-    state: str | None = None  # the driver's word for it: ok, or why not
-
-    @property
-    def hw_id(self) -> str:
-        return self.uuid or self.pci_bus_id or f"gpu{self.index}"
-
-
-@dataclass
-class Inventory:
-    gpus: list[Gpu] = field(default_factory=list)
-    driver_version: str | None = None
-
-    @classmethod
-    def of(cls, report: Report) -> Inventory:
-        driver = report.check("driver")
-        facts = driver.facts if driver is not None else {}
-        gpus = []
-        for raw in facts.get("gpus") or []:
-            if not isinstance(raw, dict):
-                continue
-            index = raw.get("index")
-            gpus.append(
-                Gpu(
-                    index=index if isinstance(index, int) else None,
-                    uuid=_str(raw.get("uuid")),
-                    pci_bus_id=_bus_id(raw.get("pci_bus_id")),
-                    model=_str(raw.get("name")),
-                    vbios=_str(raw.get("vbios")),
-                    state=_str(raw.get("state")),
-                )
-            )
-        return cls(gpus, _str(facts.get("driver_version")))
-
-    def find(
-        self, index: int | None = None, uuid: str | None = None, bus: str | None = None
-    ) -> Gpu | None:
-        bus = _bus_id(bus)
-        for wanted, key in ((uuid, "hw_id"), (uuid, "uuid"), (bus, "pci_bus_id"), (index, "index")):
-            if wanted is None:
-                continue
-            found = next((g for g in self.gpus if getattr(g, key) == wanted), None)
-            if found is not None:
-                return found
-        return None
-
-    def gpu_attrs(self, gpu: Gpu) -> Attrs:
-        attrs: Attrs = {"hw.id": gpu.hw_id, "hw.type": "gpu"}
-        if gpu.index is not None:
-            attrs["hw.name"] = f"GPU {gpu.index}"
-            attrs["gpu.index"] = str(gpu.index)
-        if gpu.model:
-            attrs["hw.model"] = gpu.model
-            attrs["hw.vendor"] = "NVIDIA"
-        if gpu.vbios:
-            attrs["hw.firmware_version"] = gpu.vbios
-        if self.driver_version:
-            attrs["hw.driver_version"] = self.driver_version
-        if gpu.pci_bus_id:
-            attrs["gpu.pci_bus_id"] = gpu.pci_bus_id
-        return attrs
-
-    def device_attrs(self, device: Device | None) -> Attrs:
-        """A finding's or verdict's device: a GPU as `hw.*`, another device by bus id."""
-        if device is None:
-            return {}
-        gpu = self.find(device.index, None, device.pci_bus_id)
-        if gpu is None and device.index is not None:
-            gpu = Gpu(device.index, None, _bus_id(device.pci_bus_id), device.name, None)
-        if gpu is not None:
-            return self.gpu_attrs(gpu)
-        attrs: Attrs = {}
-        if device.pci_bus_id:
-            attrs["sitscheck.device.pci_bus_id"] = device.pci_bus_id
-        if device.name:
-            attrs["sitscheck.device.name"] = device.name
-        return attrs
-
-
-def _str(value: Any) -> str | None:
-    return str(value) if value not in (None, "") else None
-
-
-def _bus_id(value: Any) -> str | None:
-    """`00000000:3B:00.0` and `0000:3b:00.0` alike: a 4-digit domain, lower case."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip().lower()
-    domain, sep, rest = text.partition(":")
-    if sep and rest.count(":") == 1 and len(domain) > 4 and set(domain[:-4]) == {"0"}:
-        return f"{domain[-4:]}:{rest}"
-    return text
-
-
 # ---------------------------------------------------------------- values and times
 
 
-def _any(value: AttrValue) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, list):
-        return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=v) for v in value]))
-    return AnyValue(string_value=str(value))
-
-
-def _kvs(attrs: Mapping[str, AttrValue | None]) -> list[KeyValue]:
-    return [KeyValue(key=k, value=_any(v)) for k, v in attrs.items() if v is not None]
+def _kept(attrs: Mapping[str, AttrValue | None]) -> dict[str, AttrValue]:
+    return {k: v for k, v in attrs.items() if v is not None}
 
 
 def started_ns(report: Report) -> int:
@@ -353,62 +202,81 @@ def _seconds_ns(seconds: float) -> int:
 # ---------------------------------------------------------------- traces
 
 
+def _resource(attrs: Attrs) -> Resource:
+    return Resource(attrs)
+
+
+def _scope() -> InstrumentationScope:
+    return InstrumentationScope(name=SCOPE, version=__version__)
+
+
+def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
+    return SpanContext(
+        int.from_bytes(trace_id, "big"),
+        int.from_bytes(span_id, "big"),
+        is_remote=False,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+
+
 def build_traces(
     report: Report, resource: Attrs, trace_id: bytes | None = None
 ) -> ExportTraceServiceRequest:
+    """The run's spans, encoded by the exporter's encoder."""
+    return encode_spans(run_spans(report, resource, trace_id))
+
+
+def run_spans(report: Report, resource: Attrs, trace_id: bytes | None = None) -> list[ReadableSpan]:
+    """The run as SDK spans, with its own times and ids."""
     inventory = Inventory.of(report)
     trace_id = trace_id or secrets.token_bytes(16)
     start = started_ns(report)
     end = start + _seconds_ns(report.duration_s)
-    root_id = secrets.token_bytes(8)
+    root = _context(trace_id, secrets.token_bytes(8))
+    sdk_resource, scope = _resource(resource), _scope()
     errored = [c.name for c in report.checks if c.error is not None]
-    root = trace_pb2.Span(
-        trace_id=trace_id,
-        span_id=root_id,
-        name="sitscheck.run",
-        kind=trace_pb2.Span.SPAN_KIND_INTERNAL,
-        start_time_unix_nano=start,
-        end_time_unix_nano=end,
-        attributes=_kvs(_run_attrs(report)),
-        events=[_verdict_event(v, end, inventory) for v in report.verdicts],
-        status=_status(
-            f"{len(errored)} check(s) could not run: {', '.join(errored)}" if errored else None
-        ),
-    )
-    spans = [root]
+    spans = [
+        ReadableSpan(
+            name="sitscheck.run",
+            context=root,
+            resource=sdk_resource,
+            attributes=_kept(_run_attrs(report)),
+            events=[_verdict_event(v, end, inventory) for v in report.verdicts],
+            kind=SpanKind.INTERNAL,
+            status=_status(
+                f"{len(errored)} check(s) could not run: {', '.join(errored)}" if errored else None
+            ),
+            start_time=start,
+            end_time=end,
+            instrumentation_scope=scope,
+        )
+    ]
     for check in report.checks:
         check_end = min(start + _seconds_ns(check.duration_s), end) if end > start else start
         spans.append(
-            trace_pb2.Span(
-                trace_id=trace_id,
-                span_id=secrets.token_bytes(8),
-                parent_span_id=root_id,
+            ReadableSpan(
                 name=f"check {check.name}",
-                kind=trace_pb2.Span.SPAN_KIND_INTERNAL,
-                start_time_unix_nano=start,
-                end_time_unix_nano=check_end,
-                attributes=_kvs(_check_attrs(check)),
+                context=_context(trace_id, secrets.token_bytes(8)),
+                parent=root,
+                resource=sdk_resource,
+                attributes=_kept(_check_attrs(check)),
                 events=[
                     _finding_event(f, check.name, check_end, inventory) for f in check.findings
                 ],
+                kind=SpanKind.INTERNAL,
                 status=_status(check.error),
+                start_time=start,
+                end_time=check_end,
+                instrumentation_scope=scope,
             )
         )
-    scope = InstrumentationScope(name=SCOPE, version=__version__)
-    return ExportTraceServiceRequest(
-        resource_spans=[
-            trace_pb2.ResourceSpans(
-                resource=Resource(attributes=_kvs(resource)),
-                scope_spans=[trace_pb2.ScopeSpans(scope=scope, spans=spans)],
-            )
-        ]
-    )
+    return spans
 
 
-def _status(error: str | None) -> trace_pb2.Status:
+def _status(error: str | None) -> SpanStatus:
     if error is None:
-        return trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_UNSET)
-    return trace_pb2.Status(code=trace_pb2.Status.STATUS_CODE_ERROR, message=error)
+        return SpanStatus(SpanStatusCode.UNSET)
+    return SpanStatus(SpanStatusCode.ERROR, error)
 
 
 def _run_attrs(report: Report) -> dict[str, AttrValue | None]:
@@ -469,9 +337,7 @@ def _error_type(error: str) -> str:
     return "_OTHER"
 
 
-def _finding_event(
-    finding: Finding, check: str, at: int, inventory: Inventory
-) -> trace_pb2.Span.Event:
+def _finding_event(finding: Finding, check: str, at: int, inventory: Inventory) -> Event:
     attrs: dict[str, AttrValue | None] = {
         "sitscheck.check.name": check,
         "sitscheck.finding.code": finding.code,
@@ -486,10 +352,10 @@ def _finding_event(
         ]
         excerpts = [e.excerpt[:_EXCERPT_CHARS] for e in finding.evidence if e.excerpt]
         attrs["sitscheck.finding.excerpts"] = excerpts or None
-    return trace_pb2.Span.Event(time_unix_nano=at, name="sitscheck.finding", attributes=_kvs(attrs))
+    return Event("sitscheck.finding", _kept(attrs), at)
 
 
-def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> trace_pb2.Span.Event:
+def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> Event:
     attrs: dict[str, AttrValue | None] = {
         "sitscheck.verdict.rule": verdict.rule,
         "sitscheck.verdict.status": verdict.status.value,
@@ -502,7 +368,7 @@ def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> trace_pb2
         "sitscheck.verdict.explained_by": list(verdict.explained_by) or None,
     }
     attrs.update(inventory.device_attrs(verdict.device))
-    return trace_pb2.Span.Event(time_unix_nano=at, name="sitscheck.verdict", attributes=_kvs(attrs))
+    return Event("sitscheck.verdict", _kept(attrs), at)
 
 
 # ---------------------------------------------------------------- metrics
@@ -512,7 +378,8 @@ def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> trace_pb2
 class _Series:
     name: str
     spec: Spec
-    points: list[metrics_pb2.NumberDataPoint] = field(default_factory=list)
+    points: list[NumberDataPoint] = field(default_factory=list)
+    seen: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
 
 
 class _Metrics:
@@ -525,88 +392,68 @@ class _Metrics:
         self, name: str, spec: Spec, value: float, attrs: Attrs, start: int | None = None
     ) -> None:
         series = self.series.setdefault(name, _Series(name, spec))
-        point = metrics_pb2.NumberDataPoint(attributes=_kvs(attrs), time_unix_nano=self.at)
-        if spec.kind != GAUGE:
-            point.start_time_unix_nano = self.counter_start if start is None else start
+        key = tuple(sorted((k, repr(v)) for k, v in attrs.items()))
+        if key in series.seen:  # one point per series and run (a duplicate would be dropped)
+            return
+        series.seen.add(key)
+        number: int | float = float(value)
         if float(value).is_integer() and abs(value) < 2**63:
-            point.as_int = int(value)
+            number = int(value)
+        if spec.kind == GAUGE:
+            start_ns = 0
         else:
-            point.as_double = float(value)
-        series.points.append(point)
+            start_ns = self.counter_start if start is None else start
+        series.points.append(NumberDataPoint(dict(attrs), start_ns, self.at, number))
 
-    def messages(self) -> list[metrics_pb2.Metric]:
+    def metrics(self) -> list[OtelMetric]:
         out = []
         for series in self.series.values():
-            metric = metrics_pb2.Metric(
-                name=series.name, description=series.spec.description, unit=series.spec.unit
-            )
+            data: Gauge | Sum
             if series.spec.kind == GAUGE:
-                metric.gauge.data_points.extend(series.points)
+                data = Gauge(data_points=series.points)
             else:
-                metric.sum.data_points.extend(series.points)
-                metric.sum.aggregation_temporality = (
-                    metrics_pb2.AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
+                data = Sum(
+                    data_points=series.points,
+                    aggregation_temporality=AggregationTemporality.CUMULATIVE,
+                    is_monotonic=series.spec.kind == COUNTER,
                 )
-                metric.sum.is_monotonic = series.spec.kind == COUNTER
-            out.append(metric)
+            out.append(OtelMetric(series.name, series.spec.description, series.spec.unit, data))
         return out
-
-
-def otel_metric(metric: Metric) -> tuple[str, Spec, float]:
-    """A check's metric as (OTel name, instrument, value in the name's unit)."""
-    name = metric.name
-    spec = HW_METRICS.get(name)
-    if spec is not None:
-        converted = _convert(metric.value, metric.unit, spec.unit)
-        if converted is not None:
-            return name, spec, converted
-    if not name.startswith("sitscheck.") or name in HW_METRICS:
-        name = f"sitscheck.{name}"  # an hw.* name whose unit does not fit is not that metric
-    return name, Spec(GAUGE, metric.unit, ""), metric.value
-
-
-def _convert(value: float, unit: str, wanted: str) -> float | None:
-    if unit == wanted:
-        return value
-    if wanted.startswith("{") and (unit in ("", "1") or re.fullmatch(r"\{[^}]*\}", unit)):
-        return value
-    known = _UNITS.get(unit.strip())
-    if known is None or known[0] != wanted:
-        return None
-    return value * known[1]
 
 
 def _gpu_attrs(labels: Mapping[str, str], inventory: Inventory, hw: bool) -> Attrs:
     """The hardware attributes of the device a metric's labels name (the labels then win)."""
-    ident = next((labels[k] for k in _GPU_ID_LABELS if labels.get(k)), None)
-    bus = next((labels[k] for k in _GPU_BUS_LABELS if labels.get(k)), None)
-    index_text = next((labels[k] for k in _GPU_INDEX_LABELS if labels.get(k)), None)
-    index = int(index_text) if index_text is not None and index_text.isdigit() else None
-    if ident is None and bus is None and index is None:
-        return {}
-    gpu = inventory.find(index, ident, bus)
+    gpu, other_bus = inventory.locate(labels)
     if gpu is not None:
         return inventory.gpu_attrs(gpu)
-    if bus is not None and ident is None and index is None:
-        # A PCIe device that is not a GPU of the inventory (a port, a switch, a NIC).
-        return {"hw.id": _bus_id(bus) or bus, "hw.type": "pci_device"} if hw else {}
-    return inventory.gpu_attrs(Gpu(index, ident, _bus_id(bus), None, None))
+    if other_bus is not None:  # a PCIe device that is not a GPU (a port, a switch, a NIC)
+        return {"hw.id": other_bus, "hw.type": "pci_device"} if hw else {}
+    return {}
 
 
 def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetricsServiceRequest:
+    """The run's metrics, encoded by the exporter's encoder."""
+    return encode_metrics(run_metrics(report, resource, extras))
+
+
+def run_metrics(report: Report, resource: Attrs, extras: Extras) -> MetricsData:
+    """The run's metrics in the SDK's data model, with their own times and start times."""
     inventory = Inventory.of(report)
     at = started_ns(report) + _seconds_ns(report.duration_s)
     out = _Metrics(at, extras.counter_start_ns)
     for check in report.checks:
         for metric in check.metrics:
-            name, spec, value = otel_metric(metric)
-            hw = name.startswith("hw.")
+            point = otel_point(metric)
+            hw = point.name.startswith("hw.")
             attrs: Attrs = {
                 "sitscheck.check.name": check.name,
                 **_gpu_attrs(metric.labels, inventory, hw),
-                **metric.labels,
+                **point.attrs,
             }
-            out.add(name, spec, value, attrs)
+            if point.sensor is not None:
+                attrs = _sensor_attrs(attrs, point.sensor)
+            start = 0 if point.start == START_UNKNOWN else None
+            out.add(point.name, point.spec, point.value, attrs, start)
     _run_metrics(report, out)
     _gpu_status(report, inventory, out)
     dropped = Spec(COUNTER, "{payload}", "OTLP payloads dropped: spool bounds, or refused.")
@@ -625,15 +472,39 @@ def build_metrics(report: Report, resource: Attrs, extras: Extras) -> ExportMetr
         {"sitscheck.drop.reason": "rejected"},
         start,
     )
-    scope = InstrumentationScope(name=SCOPE, version=__version__)
-    return ExportMetricsServiceRequest(
+    return MetricsData(
         resource_metrics=[
-            metrics_pb2.ResourceMetrics(
-                resource=Resource(attributes=_kvs(resource)),
-                scope_metrics=[metrics_pb2.ScopeMetrics(scope=scope, metrics=out.messages())],
+            ResourceMetrics(
+                resource=_resource(resource),
+                scope_metrics=[ScopeMetrics(scope=_scope(), metrics=out.metrics(), schema_url="")],
+                schema_url="",
             )
         ]
     )
+
+
+def _sensor_attrs(attrs: Attrs, location: str) -> Attrs:
+    """A temperature reading on its sensor entity: `hw.type=temperature`, the sensor's own
+    `hw.id`, the component it sits on as `hw.parent`."""
+    parent = str(attrs.get("hw.id", ""))
+    name = attrs.get("hw.name")
+    sensor: Attrs = {
+        key: value
+        for key, value in attrs.items()
+        if key not in ("hw.model", "hw.vendor", "hw.firmware_version", "hw.driver_version")
+    }
+    sensor.update(
+        {
+            "hw.id": f"{parent}/temperature/{location}" if parent else f"temperature/{location}",
+            "hw.type": "temperature",
+            "hw.sensor_location": location,
+        }
+    )
+    if parent:
+        sensor["hw.parent"] = parent
+    if name:
+        sensor["hw.name"] = f"{name} {location} temperature"
+    return sensor
 
 
 def _run_metrics(report: Report, out: _Metrics) -> None:
@@ -662,31 +533,13 @@ def _run_metrics(report: Report, out: _Metrics) -> None:
 
 
 def _gpu_status(report: Report, inventory: Inventory, out: _Metrics) -> None:
-    """hw.status per GPU of the inventory: the worst finding or verdict that names it."""
-    statuses: dict[str, list[Status]] = {gpu.hw_id: [] for gpu in inventory.gpus}
-    for gpu in inventory.gpus:
-        if gpu.state not in (None, "ok"):
-            statuses[gpu.hw_id].append(Status.CRITICAL)
-    named: Iterable[tuple[Device | None, Status]] = [
-        *((f.device, f.severity.as_status()) for c in report.checks for f in c.findings),
-        *((v.device, v.status) for v in report.verdicts),
-    ]
-    for device, status in named:
-        if device is None:
-            continue
-        attrs = inventory.device_attrs(device)
-        hw_id = attrs.get("hw.id")
-        if isinstance(hw_id, str) and hw_id in statuses:
-            statuses[hw_id].append(status)
+    """hw.status per GPU of the inventory (`gpu_health`): one of its states 1, or none when
+    the GPU's health is unknown."""
     spec = HW_METRICS["hw.status"]
+    health = gpu_health(report, inventory)
     for gpu in inventory.gpus:
-        state = {
-            Status.OK: "ok",
-            Status.SKIPPED: "ok",
-            Status.WARNING: "degraded",
-            Status.CRITICAL: "failed",
-        }.get(worst(statuses[gpu.hw_id]))  # unknown: no state is 1
-        for candidate in _HW_STATES:
+        state = health[gpu.hw_id].state
+        for candidate in HW_STATES:
             attrs = {**inventory.gpu_attrs(gpu), "hw.state": candidate}
             out.add("hw.status", spec, 1 if candidate == state else 0, attrs)
 

@@ -1,32 +1,41 @@
 """OTLP settings: the site file, then the standard OTEL_* environment variables, then `--otlp`.
 
-Each environment variable overrides its own field of the site file's `otlp:` block;
-`--otlp ENDPOINT` overrides the endpoint. Variables (the OpenTelemetry names and formats):
+The variables are read the way the OpenTelemetry SDK's own OTLP exporters read them
+(opentelemetry-exporter-otlp-proto-{http,grpc}), per signal: for traces,
+`OTEL_EXPORTER_OTLP_TRACES_<X>` when set, else `OTEL_EXPORTER_OTLP_<X>`, else the site file's
+`otlp:` field; metrics likewise with `_METRICS_`. `--otlp ENDPOINT` is the generic endpoint
+and wins over every endpoint variable.
 
-| variable | field | format |
+| X | field | format |
 | --- | --- | --- |
-| OTEL_EXPORTER_OTLP_ENDPOINT | endpoint | `http(s)://host:port[/base]` (grpc also `host:port`) |
-| OTEL_EXPORTER_OTLP_PROTOCOL | protocol | `grpc` or `http/protobuf` |
-| OTEL_EXPORTER_OTLP_HEADERS | headers | `k1=v1,k2=v2`, values percent-encoded |
-| OTEL_EXPORTER_OTLP_CERTIFICATE | certificate | CA bundle (PEM) path |
-| OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE / _CLIENT_KEY | client_certificate / client_key | PEM |
-| OTEL_EXPORTER_OTLP_TIMEOUT | timeout_s | milliseconds (as the spec says) |
-| OTEL_EXPORTER_OTLP_INSECURE | insecure | `true`/`false` |
-| OTEL_RESOURCE_ATTRIBUTES | resource_attributes | `k1=v1,k2=v2`, merged over the file's |
-| OTEL_SERVICE_NAME | service_name | |
-| OTEL_SDK_DISABLED | (endpoint cleared) | `true` turns export off |
+| ENDPOINT | endpoint | see below |
+| PROTOCOL | protocol | `http/protobuf` (the default, as the specification says) or `grpc` |
+| HEADERS | headers | `k1=v1,k2=v2`, percent-encoded; a per-signal list replaces the other |
+| COMPRESSION | compression | `gzip`, `deflate` or `none` (the default) |
+| TIMEOUT | timeout_s | milliseconds, as the specification says (the Python SDK reads s) |
+| CERTIFICATE | certificate | CA bundle (PEM) path |
+| CLIENT_CERTIFICATE / CLIENT_KEY | client_certificate / client_key | PEM, mutual TLS |
+| INSECURE | insecure | grpc, `true`/`false`: no TLS for an endpoint without a scheme |
 
-No protocol given: `grpc` when the endpoint's port is 4317 (the OTLP/gRPC port), otherwise
-`http/protobuf` (the specification's default). Header values are secrets: nothing here puts
-them in a message; `OtlpSettings`'s repr shows their names only.
+Endpoints: the generic one (and the file's, and `--otlp`) is `http(s)://host:port[/base]`,
+each signal's path appended (`/v1/traces`, `/v1/metrics`); a per-signal one is the signal's
+full URL, used as it is; for grpc only its `host:port` counts.
+
+And `OTEL_RESOURCE_ATTRIBUTES` (`k1=v1,...`, merged over the file's), `OTEL_SERVICE_NAME`,
+`OTEL_SDK_DISABLED=true` (no export). A signal with no endpoint at all is not exported.
+
+Header names and values are checked here (a value holding a newline or another control
+character, say from a YAML block scalar or `%0A`, is refused); header values are secrets:
+no message here shows one, and `OtlpSettings`'s repr shows their names only.
 
 No OpenTelemetry import here: the CLI may resolve settings without paying for it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -36,71 +45,183 @@ from ..errors import ConfigError
 GRPC = "grpc"
 HTTP_PROTOBUF = "http/protobuf"
 PROTOCOLS = (GRPC, HTTP_PROTOBUF)
+COMPRESSIONS = ("none", "gzip", "deflate")
 GRPC_PORT = 4317
 HTTP_PORT = 4318
 DEFAULT_TIMEOUT_S = 10.0
+SIGNALS = ("traces", "metrics")
 
 ENV_PREFIX = "OTEL_EXPORTER_OTLP_"
+# RFC 9110 token characters for a header name (what the SDK's parser takes, less upper case)
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one signal goes: `url` (the full URL) for http/protobuf; `authority` (host:port)
+    for grpc."""
+
+    protocol: str
+    url: str
+    authority: str
+    tls: bool
+
+    def signal_url(self, kind: str) -> str:
+        """http/protobuf: `/v1/traces` or `/v1/metrics` under a generic endpoint's path."""
+        return f"{self.url.rstrip('/')}/v1/{kind}"
+
+
+@dataclass(frozen=True)
+class SignalSettings:
+    """How one signal (traces or metrics) is sent."""
+
+    kind: str
+    endpoint: str  # as configured (shown redacted)
+    target: Target
+    headers: dict[str, str] = field(repr=False)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    compression: str = "none"
+    certificate: str | None = None
+    client_certificate: str | None = None
+    client_key: str | None = None
+
+    def __repr__(self) -> str:  # header values are secrets: names only
+        return (
+            f"SignalSettings(kind={self.kind!r}, endpoint={redact_url(self.endpoint)!r}, "
+            f"protocol={self.target.protocol!r}, headers={sorted(self.headers)!r}, "
+            f"timeout_s={self.timeout_s!r}, compression={self.compression!r})"
+        )
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """What a run exports with: one `SignalSettings` per exported signal, and the rest."""
+
+    signals: dict[str, SignalSettings]
+    service_name: str | None = None
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+    spool_max_files: int = 200
+    spool_max_bytes: int = 64 * 1024 * 1024
+    spool_max_age_s: float = 7 * 24 * 3600.0
+
+    @property
+    def endpoint(self) -> str | None:
+        """The first signal's endpoint (None: nothing is exported)."""
+        return next((s.endpoint for s in self.signals.values()), None)
+
+    @property
+    def protocol(self) -> str | None:
+        return next((s.target.protocol for s in self.signals.values()), None)
+
+    def secrets(self) -> list[str]:
+        return [value for s in self.signals.values() for value in s.headers.values()]
 
 
 def resolve_settings(
     config_otlp: OtlpSettings, cli_endpoint: str | None, environ: Mapping[str, str]
-) -> OtlpSettings:
+) -> ExportSettings:
     """The settings a run exports with: file < environment < command line, validated.
 
-    Raises `ConfigError` (never showing a header value) for a protocol or endpoint that
-    cannot be used.
+    Raises `ConfigError` (never showing a header value) for a protocol, endpoint, header,
+    timeout or compression that cannot be used.
     """
-    fields: dict[str, Any] = config_otlp.model_dump()
+    file = config_otlp
 
     def env(name: str) -> str | None:
         value = environ.get(name)
         return value.strip() if value is not None and value.strip() else None
 
-    if (value := env(ENV_PREFIX + "ENDPOINT")) is not None:
-        fields["endpoint"] = value
-    if (value := env(ENV_PREFIX + "PROTOCOL")) is not None:
-        fields["protocol"] = value
-    if (value := env(ENV_PREFIX + "HEADERS")) is not None:
-        fields["headers"] = parse_pairs(value, "OTEL_EXPORTER_OTLP_HEADERS", secret=True)
-    for suffix, field in (
-        ("CERTIFICATE", "certificate"),
-        ("CLIENT_CERTIFICATE", "client_certificate"),
-        ("CLIENT_KEY", "client_key"),
-    ):
-        if (value := env(ENV_PREFIX + suffix)) is not None:
-            fields[field] = value
-    if (value := env(ENV_PREFIX + "TIMEOUT")) is not None:
-        fields["timeout_s"] = _timeout_ms(value)
-    if (value := env(ENV_PREFIX + "INSECURE")) is not None:
-        fields["insecure"] = value.lower() == "true"
-    if (value := env("OTEL_RESOURCE_ATTRIBUTES")) is not None:
-        fields["resource_attributes"] = {
-            **fields["resource_attributes"],
-            **parse_pairs(value, "OTEL_RESOURCE_ATTRIBUTES", secret=False),
-        }
-    if (value := env("OTEL_SERVICE_NAME")) is not None:
-        fields["service_name"] = value
-    if cli_endpoint is not None and cli_endpoint.strip():
-        fields["endpoint"] = cli_endpoint.strip()
-    if (env("OTEL_SDK_DISABLED") or "").lower() == "true":
-        fields["endpoint"] = None
+    disabled = (env("OTEL_SDK_DISABLED") or "").lower() == "true"
+    signals: dict[str, SignalSettings] = {}
+    for kind in SIGNALS:
+        signal = f"{ENV_PREFIX}{kind.upper()}_"
 
-    endpoint = fields["endpoint"]
-    if endpoint is not None:
-        fields["protocol"] = _protocol(fields["protocol"], endpoint)
-        target(OtlpSettings.model_construct(**fields))  # refuse an unusable endpoint up front
-    elif fields["protocol"] is not None:
-        fields["protocol"] = _normalise_protocol(fields["protocol"])
-    fields["headers"] = {key.strip().lower(): value for key, value in fields["headers"].items()}
-    try:
-        return OtlpSettings(**fields)
-    except ValueError as exc:  # pydantic's ValidationError; its text never holds header values
-        raise ConfigError(f"otlp settings: {_field_errors(exc)}") from None
+        def pick(suffix: str, _signal: str = signal) -> tuple[str | None, str]:
+            """The signal's variable, else the generic one: (value, its name)."""
+            for name in (_signal + suffix, ENV_PREFIX + suffix):
+                if (value := env(name)) is not None:
+                    return value, name
+            return None, ""
+
+        resolved = _signal_settings(kind, file, cli_endpoint, pick)
+        if resolved is not None and not disabled:
+            signals[kind] = resolved
+    attributes = dict(file.resource_attributes)
+    if (value := env("OTEL_RESOURCE_ATTRIBUTES")) is not None:
+        attributes.update(parse_pairs(value, "OTEL_RESOURCE_ATTRIBUTES", secret=False))
+    return ExportSettings(
+        signals=signals,
+        service_name=env("OTEL_SERVICE_NAME") or file.service_name,
+        resource_attributes=attributes,
+        spool_max_files=file.spool_max_files,
+        spool_max_bytes=file.spool_max_bytes,
+        spool_max_age_s=file.spool_max_age_s,
+    )
+
+
+def as_export_settings(settings: OtlpSettings | ExportSettings) -> ExportSettings:
+    """Settings a file (or a test) gave as one `OtlpSettings`, with no environment."""
+    if isinstance(settings, ExportSettings):
+        return settings
+    return resolve_settings(settings, None, {})
+
+
+def _signal_settings(
+    kind: str,
+    file: OtlpSettings,
+    cli_endpoint: str | None,
+    pick: Any,
+) -> SignalSettings | None:
+    endpoint_value, endpoint_var = pick("ENDPOINT")
+    per_signal = endpoint_var.startswith(f"{ENV_PREFIX}{kind.upper()}_")
+    if cli_endpoint is not None and cli_endpoint.strip():
+        endpoint, source, per_signal = cli_endpoint.strip(), "--otlp", False
+    elif endpoint_value is not None:
+        endpoint, source = endpoint_value, endpoint_var
+    elif file.endpoint and file.endpoint.strip():
+        endpoint, source = file.endpoint.strip(), "otlp.endpoint"
+    else:
+        return None
+    protocol_value, protocol_var = pick("PROTOCOL")
+    protocol = _normalise_protocol(
+        protocol_value or file.protocol or HTTP_PROTOBUF, protocol_var or "otlp.protocol"
+    )
+    insecure_value, _ = pick("INSECURE")
+    insecure = insecure_value.lower() == "true" if insecure_value is not None else file.insecure
+    where = parse_target(endpoint, protocol, bool(insecure), source)
+    if protocol == HTTP_PROTOBUF and not per_signal:
+        where = Target(where.protocol, where.signal_url(kind), where.authority, where.tls)
+    headers_value, headers_var = pick("HEADERS")
+    if headers_value is not None:
+        headers = parse_pairs(headers_value, headers_var, secret=True)
+    else:
+        headers = {key: value for key, value in file.headers.items()}
+    headers = check_headers(headers, headers_var or "otlp.headers")
+    timeout_value, timeout_var = pick("TIMEOUT")
+    timeout = _timeout_ms(timeout_value, timeout_var) if timeout_value is not None else None
+    compression_value, compression_var = pick("COMPRESSION")
+    compression = _compression(compression_value or "none", compression_var)
+    certificate, _ = pick("CERTIFICATE")
+    client_certificate, _ = pick("CLIENT_CERTIFICATE")
+    client_key, _ = pick("CLIENT_KEY")
+    return SignalSettings(
+        kind=kind,
+        endpoint=endpoint,
+        target=where,
+        headers=headers,
+        timeout_s=timeout or file.timeout_s or DEFAULT_TIMEOUT_S,
+        compression=compression,
+        certificate=certificate or file.certificate,
+        client_certificate=client_certificate or file.client_certificate,
+        client_key=client_key or file.client_key,
+    )
 
 
 def parse_pairs(text: str, source: str, *, secret: bool) -> dict[str, str]:
-    """`k1=v1,k2=v2` with percent-encoded values (the OTel format); a bad entry is an error."""
+    """`k1=v1,k2=v2` with percent-encoded values (the OTel format); a bad entry is an error.
+
+    Names are lower-cased when `secret` (headers, as the SDK does)."""
     pairs: dict[str, str] = {}
     for index, item in enumerate(text.split(","), start=1):
         if not item.strip():
@@ -110,46 +231,51 @@ def parse_pairs(text: str, source: str, *, secret: bool) -> dict[str, str]:
         if not sep or not key:
             shown = f"entry {index}" if secret else repr(item.strip())
             raise ConfigError(f"{source}: {shown} is not KEY=VALUE")
-        pairs[key] = unquote(value.strip())
+        pairs[key.lower() if secret else key] = unquote(value.strip())
     return pairs
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where a payload goes: `url` for http/protobuf, `authority` (host:port) for grpc."""
+def check_headers(headers: Mapping[str, str], source: str) -> dict[str, str]:
+    """Header names lower-cased and checked; values checked for what HTTP and gRPC metadata
+    cannot carry (control characters: a trailing newline from a YAML block scalar, `%0A`).
+    The message names the header, never its value."""
+    checked: dict[str, str] = {}
+    for raw_name, value in headers.items():
+        name = str(raw_name).strip().lower()
+        if not _HEADER_NAME.fullmatch(name):
+            shown = name if not _CONTROL.search(name) else repr(name)
+            raise ConfigError(f"{source}: header name {shown!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: header {name!r}: its value must be a string")
+        if _CONTROL.search(value):
+            raise ConfigError(
+                f"{source}: header {name!r}: its value holds a newline or another control "
+                "character (a YAML block scalar or %0A?); value not shown"
+            )
+        checked[name] = value.strip()
+    return checked
 
-    protocol: str
-    url: str
-    authority: str
-    tls: bool
 
-    def signal_url(self, kind: str) -> str:
-        """http/protobuf: `/v1/traces` or `/v1/metrics` under the endpoint's path."""
-        return f"{self.url.rstrip('/')}/v1/{kind}"
-
-
-def target(settings: OtlpSettings) -> Target:
+def parse_target(endpoint: str, protocol: str, insecure: bool, source: str) -> Target:
     """The endpoint parsed for its protocol; `ConfigError` for one that cannot be used."""
-    endpoint = (settings.endpoint or "").strip()
-    protocol = settings.protocol or _protocol(None, endpoint)
     shown = redact_url(endpoint)
     has_scheme = "://" in endpoint
     parts = urlsplit(endpoint if has_scheme else f"//{endpoint}")
     try:
         port = parts.port
     except ValueError:
-        raise ConfigError(f"otlp endpoint {shown!r}: bad port") from None
+        raise ConfigError(f"{source} {shown!r}: bad port") from None
     host = parts.hostname
     if not host:
-        raise ConfigError(f"otlp endpoint {shown!r}: expected http(s)://host:port")
+        raise ConfigError(f"{source} {shown!r}: expected http(s)://host:port")
     if has_scheme and parts.scheme not in ("http", "https"):
-        raise ConfigError(f"otlp endpoint {shown!r}: scheme must be http or https")
+        raise ConfigError(f"{source} {shown!r}: scheme must be http or https")
     host_part = f"[{host}]" if ":" in host else host
     if protocol == GRPC:
-        tls = parts.scheme == "https" if has_scheme else not settings.insecure
+        tls = parts.scheme == "https" if has_scheme else not insecure
         return Target(GRPC, endpoint, f"{host_part}:{port or GRPC_PORT}", tls)
     if not has_scheme:
-        raise ConfigError(f"otlp endpoint {shown!r}: http/protobuf needs http:// or https://")
+        raise ConfigError(f"{source} {shown!r}: http/protobuf needs http:// or https://")
     authority = f"{host_part}:{port}" if port else host_part
     url = f"{parts.scheme}://{authority}{parts.path}"
     return Target(HTTP_PROTOBUF, url, authority, parts.scheme == "https")
@@ -164,46 +290,28 @@ def redact_url(url: str) -> str:
     return f"{scheme}{sep}{authority}{slash}{path}"
 
 
-def timeout_s(settings: OtlpSettings) -> float:
-    return settings.timeout_s if settings.timeout_s is not None else DEFAULT_TIMEOUT_S
-
-
-def _protocol(value: str | None, endpoint: str) -> str:
-    if value is not None:
-        return _normalise_protocol(value)
-    parts = urlsplit(endpoint if "://" in endpoint else f"//{endpoint}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return GRPC if port == GRPC_PORT else HTTP_PROTOBUF
-
-
-def _normalise_protocol(value: str) -> str:
+def _normalise_protocol(value: str, source: str) -> str:
     cleaned = value.strip().lower()
     if cleaned == "http":
         cleaned = HTTP_PROTOBUF
     if cleaned not in PROTOCOLS:
         hint = " (http/json is not supported)" if cleaned == "http/json" else ""
-        raise ConfigError(f"otlp protocol {value!r}: expected grpc or http/protobuf{hint}")
+        raise ConfigError(f"{source} {value!r}: expected grpc or http/protobuf{hint}")
     return cleaned
 
 
-def _timeout_ms(value: str) -> float:
+def _compression(value: str, source: str) -> str:
+    cleaned = value.strip().lower()
+    if cleaned not in COMPRESSIONS:
+        raise ConfigError(f"{source} {value!r}: expected gzip, deflate or none")
+    return cleaned
+
+
+def _timeout_ms(value: str, source: str) -> float:
     try:
         millis = float(value)
     except ValueError:
-        raise ConfigError(f"OTEL_EXPORTER_OTLP_TIMEOUT {value!r}: expected milliseconds") from None
-    if millis <= 0:
-        raise ConfigError(f"OTEL_EXPORTER_OTLP_TIMEOUT {value!r}: must be positive")
+        raise ConfigError(f"{source} {value!r}: expected milliseconds") from None
+    if not 0 < millis < float("inf"):
+        raise ConfigError(f"{source} {value!r}: must be a positive number of milliseconds")
     return millis / 1000.0
-
-
-def _field_errors(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return "invalid"
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
-        for err in errors(include_input=False)
-    )

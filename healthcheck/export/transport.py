@@ -1,10 +1,13 @@
 """Send one serialised OTLP request, as it is, over gRPC or HTTP/protobuf, under a timeout.
 
 The body is the spooled bytes: gRPC gets it through a raw unary call (no re-serialisation),
-HTTP as the POST body of `/v1/traces` or `/v1/metrics`. The outcome says what the caller does
-with the payload: delivered (delete it), rejected for good (drop and count it: sending it
-again cannot succeed), or failed, for this kind of payload only (keep it, try the other kind)
-or for the whole endpoint (keep everything, stop sending this run).
+HTTP as the POST body of the signal's URL (`.../v1/traces`, `.../v1/metrics`, or a per-signal
+endpoint as it is). Compression (`gzip`, `deflate`) is applied here, on the wire only, the
+way the SDK's exporters do it: HTTP gets `Content-Encoding`, gRPC its message compression.
+The outcome says what the caller does with the payload: delivered (delete it), rejected
+for good (drop and count it: sending it again cannot succeed), or failed, for this kind of
+payload only (keep it, try the other kind) or for the whole endpoint (keep what goes there,
+stop sending to it this run).
 
 Header values never appear in an outcome's text: `scrub` takes them out of whatever a
 receiver or a library said. Imported only when a run exports (grpc and OpenTelemetry load
@@ -14,10 +17,12 @@ here).
 from __future__ import annotations
 
 import enum
+import gzip
 import ssl
 import threading
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +33,7 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from .. import __version__
-from ..config import OtlpSettings
-from .settings import GRPC, Target, redact_url
+from .settings import GRPC, SignalSettings, redact_url
 
 USER_AGENT = f"sitscheck/{__version__}"
 _MAX_RESPONSE = 1 << 20
@@ -56,11 +60,12 @@ class Sender(Protocol):
     def close(self) -> None: ...
 
 
-def open_sender(target: Target, settings: OtlpSettings) -> Sender:
-    """A sender for the endpoint; `OSError` when a certificate or key file cannot be read."""
-    if target.protocol == GRPC:
-        return GrpcSender(target, settings)
-    return HttpSender(target, settings)
+def open_sender(settings: SignalSettings) -> Sender:
+    """A sender for one signal's endpoint; `OSError` when a certificate or key file cannot be
+    read."""
+    if settings.target.protocol == GRPC:
+        return GrpcSender(settings)
+    return HttpSender(settings)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -104,21 +109,33 @@ _GRPC_DOWN = {
 }
 
 
+_GRPC_COMPRESSION = {
+    "none": grpc.Compression.NoCompression,
+    "gzip": grpc.Compression.Gzip,
+    "deflate": grpc.Compression.Deflate,
+}
+
+
 class GrpcSender:
-    def __init__(self, target: Target, settings: OtlpSettings) -> None:
-        self.target = target
+    def __init__(self, settings: SignalSettings) -> None:
+        target = self.target = settings.target
         self.metadata = tuple((key.lower(), value) for key, value in settings.headers.items())
         self.secrets = list(settings.headers.values())
         options = [("grpc.primary_user_agent", USER_AGENT), ("grpc.enable_retries", 0)]
+        compression = _GRPC_COMPRESSION[settings.compression]
         if target.tls:
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=_read(settings.certificate),
                 private_key=_read(settings.client_key),
                 certificate_chain=_read(settings.client_certificate),
             )
-            self.channel = grpc.secure_channel(target.authority, credentials, options=options)
+            self.channel = grpc.secure_channel(
+                target.authority, credentials, options=options, compression=compression
+            )
         else:
-            self.channel = grpc.insecure_channel(target.authority, options=options)
+            self.channel = grpc.insecure_channel(
+                target.authority, options=options, compression=compression
+            )
 
     def send(self, kind: str, body: bytes, timeout_s: float) -> SendResult:
         service = _GRPC_METHODS[kind]
@@ -157,14 +174,26 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def compress(body: bytes, compression: str) -> bytes:
+    """The body as the SDK's HTTP exporter compresses it (gzip stream, or zlib for deflate)."""
+    if compression == "gzip":
+        return gzip.compress(body, mtime=0)
+    if compression == "deflate":
+        return zlib.compress(body)
+    return body
+
+
 class HttpSender:
-    def __init__(self, target: Target, settings: OtlpSettings) -> None:
-        self.target = target
+    def __init__(self, settings: SignalSettings) -> None:
+        target = self.target = settings.target
+        self.compression = settings.compression
         self.headers = {
             **settings.headers,
             "Content-Type": "application/x-protobuf",
             "User-Agent": USER_AGENT,
         }
+        if self.compression != "none":
+            self.headers["Content-Encoding"] = self.compression
         self.secrets = list(settings.headers.values())
         handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
         if target.tls:
@@ -187,12 +216,13 @@ class HttpSender:
         worker.join(timeout_s + _WATCHDOG_GRACE_S)
         if outcome:
             return outcome[0]
-        where = redact_url(self.target.signal_url(kind))
+        where = redact_url(self.target.url)
         return SendResult(Outcome.ENDPOINT_DOWN, f"{where}: no answer within {timeout_s:.1f}s")
 
     def _post(self, kind: str, body: bytes, timeout_s: float) -> SendResult:
-        url = self.target.signal_url(kind)
-        request = urllib.request.Request(url, data=body, headers=self.headers, method="POST")
+        url = self.target.url
+        data = compress(body, self.compression)
+        request = urllib.request.Request(url, data=data, headers=self.headers, method="POST")
         where = redact_url(url)
         try:
             with self.opener.open(request, timeout=timeout_s) as response:

@@ -1,14 +1,19 @@
-"""The JSON report: the `Report` model as it is; its schema is published in schema/."""
+"""The JSON report: the `Report` model; its schema is published in schema/.
+
+Each GPU device (of a finding, a verdict, a cleared item) carries the GPU's UUID from the
+driver's inventory, so automation can act on the GPU without a second lookup.
+"""
 
 from __future__ import annotations
 
 import json
 
+from ..export.inventory import with_gpu_uuids
 from ..models import Report
 
 
 def render_json(report: Report, verbose: bool = False) -> str:
-    return report.model_dump_json(indent=2) + "\n"
+    return with_gpu_uuids(report).model_dump_json(indent=2) + "\n"
 
 
 def report_schema() -> str:

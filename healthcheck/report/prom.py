@@ -5,20 +5,34 @@ end in `.prom`, renamed), so node_exporter never reads half a file. The file mus
 by node_exporter's user: write it with `PROM_FILE_MODE` (0644). No sample carries a
 timestamp (the textfile collector refuses them).
 
+`promtool check metrics` finds nothing to say of the file: base units (`_seconds`, `_hertz`,
+`_bytes`, `_watts`, `_celsius`), no `_ratio` on a 0/1 flag, no `_count` on a gauge, no empty
+label.
+
+One label scheme: a series about a GPU carries dcgm-exporter's labels as it spells them,
+`gpu` (index), `UUID`, `pci_bus_id` (`00000000:3B:00.0`) and `modelName`, so dashboards join
+it with DCGM_FI_* series; one about another PCI device carries `pci_bus_id`; a label that
+does not apply is left out, never empty.
+
 Series (all gauges unless said):
 - `sitscheck_run_status{status}` 1 for the run's status, 0 for the others (a state set), and
   `sitscheck_run_exit_code`; `sitscheck_run_duration_seconds`;
   `sitscheck_last_run_timestamp_seconds` (Unix time the run started); `sitscheck_info{...}` 1.
+- `sitscheck_gpu_health_status{gpu,UUID,pci_bus_id,modelName}` per GPU of the inventory, like
+  dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS: 0 ok, 1 warning, 2 critical, 3 unknown (the
+  worst finding or verdict naming it, as exit codes); `sitscheck_gpu_predicted_failure` 1
+  where a row remap (or page retirement) is pending: a reset is due.
 - `sitscheck_check_status{check,status}` state set per check; `sitscheck_check_duration_seconds`;
   `sitscheck_check_findings{check,severity}`.
-- `sitscheck_rule_status{rule,gpu,pci_bus_id,status}` state set per verdict (node-scope
-  verdicts have empty `gpu`/`pci_bus_id`).
-- `sitscheck_finding{check,code,severity,gpu,pci_bus_id}` 1 per finding.
+- `sitscheck_rule_status{rule,status,...GPU labels}` state set per verdict.
+- `sitscheck_finding{check,code,severity,...GPU labels}` 1 per finding.
 - Daemon runs: `sitscheck_daemon_marks{kind,state}` (new / persisting counts, `cleared`).
-- The checks' own metrics, OpenTelemetry names mapped the way the OTel→Prometheus rules do
-  (dots to underscores, unit suffix, braces units dropped), prefixed `sitscheck_` when not
-  already, with a `check` label; cumulative counters (`{error}` units: AER, replay, ECC, NVLink
-  errors) are `counter`s named `..._total`.
+- The checks' own metrics, named as the OTLP export names them (`sitscheck.export.semconv`:
+  a sampled gauge's mean under its name, its other statistics `..._window_<stat>`; volatile
+  ECC counts `hw.errors`, lifetime ones `sitscheck.hw.errors.aggregate`), then mapped the way
+  the OTel→Prometheus rules do (dots to underscores, base-unit suffix, braces units dropped),
+  prefixed `sitscheck_` when not already, with a `check` label; cumulative counters are
+  `counter`s named `..._total`.
 
 `verbose` adds nothing: the file is the same for both.
 """
@@ -31,32 +45,63 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from ..export.inventory import Gpu, Inventory, gpu_health
+from ..export.semconv import COUNTER, otel_point
 from ..models import Device, Report, Severity, Status
 from .outputs import write_atomic
 
 PROM_FILE_MODE = 0o644
 PROM_FILE = "sitscheck.prom"
 _STATUSES = (Status.OK, Status.WARNING, Status.CRITICAL, Status.UNKNOWN, Status.SKIPPED)
-_UNITS = {
-    "s": "seconds",
-    "ms": "milliseconds",
-    "us": "microseconds",
-    "By": "bytes",
-    "KiBy": "kibibytes",
-    "MiBy": "mebibytes",
-    "GiBy": "gibibytes",
-    "By/s": "bytes_per_second",
-    "W": "watts",
-    "J": "joules",
-    "Cel": "celsius",
-    "Hz": "hertz",
-    "MHz": "megahertz",
-    "V": "volts",
-    "A": "amperes",
-    "%": "percent",
-    "1": "ratio",
+# unit -> (Prometheus base-unit word, factor to the base unit)
+_UNITS: dict[str, tuple[str, float]] = {
+    "s": ("seconds", 1.0),
+    "ms": ("seconds", 1e-3),
+    "us": ("seconds", 1e-6),
+    "ns": ("seconds", 1e-9),
+    "By": ("bytes", 1.0),
+    "KiBy": ("bytes", 1024.0),
+    "MiBy": ("bytes", 1024.0**2),
+    "GiBy": ("bytes", 1024.0**3),
+    "KiB": ("bytes", 1024.0),
+    "MiB": ("bytes", 1024.0**2),
+    "GiB": ("bytes", 1024.0**3),
+    "W": ("watts", 1.0),
+    "mW": ("watts", 1e-3),
+    "J": ("joules", 1.0),
+    "mJ": ("joules", 1e-3),
+    "Cel": ("celsius", 1.0),
+    "Hz": ("hertz", 1.0),
+    "kHz": ("hertz", 1e3),
+    "MHz": ("hertz", 1e6),
+    "GHz": ("hertz", 1e9),
+    "V": ("volts", 1.0),
+    "A": ("amperes", 1.0),
+    "%": ("ratio", 0.01),
+    "1": ("ratio", 1.0),
 }
-_PER = {"s": "second", "min": "minute", "h": "hour", "d": "day"}
+# a unit-"1" metric whose last word says it is a 0/1 flag, not a fraction: no `_ratio`
+_FLAG_WORDS = ("pending", "failure", "enabled", "present", "supported")
+# identity attributes the GPU labels replace
+_IDENTITY = {
+    "hw.id",
+    "hw.type",
+    "hw.name",
+    "hw.parent",
+    "hw.model",
+    "hw.vendor",
+    "hw.firmware_version",
+    "hw.driver_version",
+    "sitscheck.gpu.index",
+    "sitscheck.gpu.pci_bus_id",
+    "sitscheck.device",
+}
+_PER: dict[str, tuple[str, float]] = {
+    "s": ("second", 1.0),
+    "min": ("second", 1 / 60),
+    "h": ("second", 1 / 3600),
+    "d": ("second", 1 / 86400),
+}
 _BAD_NAME = re.compile(r"[^a-zA-Z0-9_:]")
 _BAD_LABEL = re.compile(r"[^a-zA-Z0-9_]")
 _UNDERSCORES = re.compile(r"__+")
@@ -102,12 +147,14 @@ class _Exposition:
 
 def render_prom(report: Report, verbose: bool = False) -> str:
     exp = _Exposition()
+    gpus = _GpuLabels(Inventory.of(report))
     _run(exp, report)
+    _gpu_health(exp, report, gpus)
     _checks(exp, report)
-    _rules(exp, report)
-    _findings(exp, report)
+    _rules(exp, report, gpus)
+    _findings(exp, report, gpus)
     _daemon(exp, report)
-    _check_metrics(exp, report)
+    _check_metrics(exp, report, gpus)
     return exp.render()
 
 
@@ -123,13 +170,15 @@ def write_prom(report: Report, target: str, verbose: bool = False) -> str:
 def _run(exp: _Exposition, report: Report) -> None:
     info = exp.family("sitscheck_info", "gauge", "sitscheck version and what the run read")
     info.add(
-        {
-            "version": report.sitscheck_version,
-            "host": report.host,
-            "mode": report.mode,
-            "profile": report.profile or "",
-            "schema_version": report.schema_version,
-        },
+        _present(
+            {
+                "version": report.sitscheck_version,
+                "host": report.host,
+                "mode": report.mode,
+                "profile": report.profile,
+                "schema_version": report.schema_version,
+            }
+        ),
         1,
     )
     status = exp.family(
@@ -152,6 +201,77 @@ def _run(exp: _Exposition, report: Report) -> None:
         ).add({}, started)
 
 
+class _GpuLabels:
+    """dcgm-exporter's labels for the GPUs of the inventory."""
+
+    def __init__(self, inventory: Inventory) -> None:
+        self.inventory = inventory
+
+    def of_gpu(self, gpu: Gpu) -> dict[str, str]:
+        return _present(
+            {
+                "gpu": None if gpu.index is None else str(gpu.index),
+                "UUID": gpu.uuid,
+                "pci_bus_id": dcgm_bus_id(gpu.pci_bus_id),
+                "modelName": gpu.model,
+            }
+        )
+
+    def of_device(self, device: Device | None) -> dict[str, str]:
+        if device is None:
+            return {}
+        gpu = self.inventory.find(device.index, None, device.pci_bus_id)
+        if gpu is None and device.index is not None:
+            gpu = Gpu(device.index, None, device.pci_bus_id, device.name, None)
+        if gpu is not None:
+            return self.of_gpu(gpu)
+        return _present({"pci_bus_id": dcgm_bus_id(device.pci_bus_id)})
+
+    def of_labels(self, labels: dict[str, str]) -> dict[str, str]:
+        gpu, other_bus = self.inventory.locate(labels)
+        if gpu is not None:
+            return self.of_gpu(gpu)
+        return _present({"pci_bus_id": dcgm_bus_id(other_bus)})
+
+
+def dcgm_bus_id(bus: str | None) -> str | None:
+    """A PCI address as NVML and dcgm-exporter print it: 8-digit domain, upper case
+    (`0000:3b:00.0` -> `00000000:3B:00.0`)."""
+    if not bus:
+        return None
+    domain, sep, rest = bus.strip().rpartition(":")
+    head, sep2, function = rest.partition(".")
+    parts = domain.split(":")
+    if not sep or len(parts) != 2 or not sep2:
+        return bus.strip().upper()
+    return f"{parts[0][-8:].zfill(8)}:{parts[1]}:{head}.{function}".upper()
+
+
+def _present(labels: dict[str, str | None]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if v}
+
+
+def _gpu_health(exp: _Exposition, report: Report, gpus: _GpuLabels) -> None:
+    health = gpu_health(report, gpus.inventory)
+    status = exp.family(
+        "sitscheck_gpu_health_status",
+        "gauge",
+        "Health of each GPU, as DCGM_EXP_GPU_HEALTH_STATUS: 0 ok, 1 warning, 2 critical, "
+        "3 unknown (the worst finding or verdict naming it)",
+    )
+    predicted = exp.family(
+        "sitscheck_gpu_predicted_failure",
+        "gauge",
+        "1 where a GPU will fail before it does (a row remap or page retirement is pending: "
+        "reset it)",
+    )
+    for gpu in gpus.inventory.gpus:
+        labels = gpus.of_gpu(gpu)
+        state = health[gpu.hw_id]
+        status.add(labels, state.status.exit_code)
+        predicted.add(labels, 1 if state.state == "predicted_failure" else 0)
+
+
 def _checks(exp: _Exposition, report: Report) -> None:
     status = exp.family(
         "sitscheck_check_status", "gauge", "Status of each check: 1 for the status it had"
@@ -171,12 +291,12 @@ def _checks(exp: _Exposition, report: Report) -> None:
             findings.add({"check": check.name, "severity": severity.value}, count)
 
 
-def _rules(exp: _Exposition, report: Report) -> None:
+def _rules(exp: _Exposition, report: Report, gpus: _GpuLabels) -> None:
     status = exp.family(
         "sitscheck_rule_status", "gauge", "Status of each rule verdict: 1 for the status it had"
     )
     for verdict in report.verdicts:
-        where = _device_labels(verdict.device)
+        where = gpus.of_device(verdict.device)
         for each in _STATUSES:
             status.add(
                 {"rule": verdict.rule, **where, "status": each.value},
@@ -184,7 +304,7 @@ def _rules(exp: _Exposition, report: Report) -> None:
             )
 
 
-def _findings(exp: _Exposition, report: Report) -> None:
+def _findings(exp: _Exposition, report: Report, gpus: _GpuLabels) -> None:
     family = exp.family("sitscheck_finding", "gauge", "One series per finding of the last run")
     for check in report.checks:
         for finding in check.findings:
@@ -193,7 +313,7 @@ def _findings(exp: _Exposition, report: Report) -> None:
                     "check": check.name,
                     "code": finding.code,
                     "severity": finding.severity.value,
-                    **_device_labels(finding.device),
+                    **gpus.of_device(finding.device),
                 },
                 1,
             )
@@ -220,43 +340,66 @@ def _daemon(exp: _Exposition, report: Report) -> None:
         )
 
 
-def _check_metrics(exp: _Exposition, report: Report) -> None:
+def _check_metrics(exp: _Exposition, report: Report, gpus: _GpuLabels) -> None:
     reserved = set(exp.families)
     for check in report.checks:
         for metric in check.metrics:
-            counter = metric.kind == "counter"  # as its check declares it
-            name = prom_name(metric.name, metric.unit, counter)
+            point = otel_point(metric)
+            counter = point.spec.kind == COUNTER or metric.kind == "counter"  # as declared
+            name, factor = prom_metric(point.name, point.spec.unit, counter)
             if name in reserved:
-                name = prom_name("sitscheck_metric_" + name, "", counter)
-            help_text = f"{metric.name} ({metric.unit})" if metric.unit else metric.name
+                name, factor = prom_metric("sitscheck_metric_" + name, point.spec.unit, counter)
+            help_text = f"{point.name} ({point.spec.unit})" if point.spec.unit else point.name
             family = exp.family(name, "counter" if counter else "gauge", help_text)
-            family.add({"check": check.name, **_label_names(metric.labels)}, metric.value)
+            own = {
+                key.removeprefix("sitscheck."): value
+                for key, value in point.attrs.items()
+                if key not in _IDENTITY and isinstance(value, str) and value
+            }
+            labels = {"check": check.name, **gpus.of_labels(metric.labels), **_label_names(own)}
+            family.add(labels, point.value * factor)
 
 
 def prom_name(name: str, unit: str, counter: bool = False) -> str:
     """An OpenTelemetry metric name and unit as a Prometheus metric name."""
+    return prom_metric(name, unit, counter)[0]
+
+
+def prom_metric(name: str, unit: str, counter: bool = False) -> tuple[str, float]:
+    """The Prometheus name, and the factor that takes a value to its base unit."""
     base = _UNDERSCORES.sub("_", _BAD_NAME.sub("_", name)).strip("_")
     if not base.startswith("sitscheck_"):
         base = f"sitscheck_{base}"
-    suffix = _unit_suffix(unit)
+    suffix, factor = _unit_suffix(unit)
+    if suffix == "ratio" and base.rsplit("_", 1)[-1] in _FLAG_WORDS:
+        suffix = ""  # a 0/1 flag is no fraction
+    if not counter and base.endswith("_count"):
+        base = base[: -len("_count")] + "_number"  # `_count` belongs to histograms/summaries
     if suffix and not base.endswith(f"_{suffix}"):
         base = f"{base}_{suffix}"
     if counter and not base.endswith("_total"):
         base = f"{base}_total"
-    return base if not base[0].isdigit() else f"_{base}"
+    return (base if not base[0].isdigit() else f"_{base}"), factor
 
 
-def _unit_suffix(unit: str) -> str:
+def _unit_suffix(unit: str) -> tuple[str, float]:
     if not unit:
-        return ""
+        return "", 1.0
     main, _, per = unit.partition("/")
     main = re.sub(r"\{[^}]*\}", "", main)
-    words = [_UNITS.get(main, _BAD_LABEL.sub("_", main).strip("_"))] if main else []
+    words: list[str] = []
+    factor = 1.0
+    if main:
+        word, scale = _UNITS.get(main, (_BAD_LABEL.sub("_", main).strip("_"), 1.0))
+        words.append(word)
+        factor *= scale
     if per:
         per = re.sub(r"\{[^}]*\}", "", per)
         if per:
-            words.append("per_" + _PER.get(per, _BAD_LABEL.sub("_", per).strip("_")))
-    return "_".join(w for w in words if w)
+            word, scale = _PER.get(per, (_BAD_LABEL.sub("_", per).strip("_"), 1.0))
+            words.append("per_" + word)
+            factor *= scale
+    return "_".join(w for w in words if w), factor
 
 
 def _label_names(labels: dict[str, str]) -> dict[str, str]:
@@ -271,15 +414,6 @@ def _label_names(labels: dict[str, str]) -> dict[str, str]:
             name = "metric_check"
         out.setdefault(name, value)
     return out
-
-
-def _device_labels(device: Device | None) -> dict[str, str]:
-    if device is None:
-        return {"gpu": "", "pci_bus_id": ""}
-    return {
-        "gpu": "" if device.index is None else str(device.index),
-        "pci_bus_id": device.pci_bus_id or "",
-    }
 
 
 def _labels(labels: dict[str, str]) -> str:

@@ -4,6 +4,8 @@
   `opentelemetry-proto` service definitions (`*_pb2_grpc`).
 - `HttpReceiver`: an HTTP server taking protobuf POSTs on `/v1/traces` and `/v1/metrics`.
 - `BlackHole`: a socket that accepts connections and never answers (a hung endpoint).
+- `Http2Tap`: a TCP relay in front of a gRPC receiver that reads the client's HTTP/2 frames and
+  records each gRPC message's compressed flag (the server API does not show it).
 Both receivers record what they got (parsed request, raw bytes, request headers), can be told
 to fail (a gRPC status or an HTTP status, per signal), and take TLS from `make_tls`.
 """
@@ -11,6 +13,7 @@ to fail (a gRPC status or an HTTP status, per signal), and take TLS from `make_t
 from __future__ import annotations
 
 import datetime
+import gzip
 import ipaddress
 import socket
 import ssl
@@ -42,8 +45,10 @@ RESPONSES: dict[str, Any] = {
 class Received:
     kind: str
     message: Any
-    raw: bytes
+    raw: bytes  # the protobuf bytes, decompressed
     headers: dict[str, str]
+    path: str = ""
+    wire: bytes = b""  # the body as it came (compressed or not)
 
 
 @dataclass
@@ -53,6 +58,9 @@ class Recorder:
     received: list[Received] = field(default_factory=list)
     fail: dict[str, Any] = field(default_factory=dict)
     refuse_items: dict[str, int] = field(default_factory=dict)  # partial success answers
+    paths: dict[str, str] = field(
+        default_factory=lambda: {"/v1/traces": "traces", "/v1/metrics": "metrics"}
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, item: Received) -> None:
@@ -215,9 +223,11 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HttpServer
 
     def do_POST(self) -> None:
-        kind = {"/v1/traces": "traces", "/v1/metrics": "metrics"}.get(self.path)
+        kind = self.server.recorder.paths.get(self.path)
         length = int(self.headers.get("Content-Length", "0"))
-        body = self.rfile.read(length)
+        wire = self.rfile.read(length)
+        encoding = self.headers.get("Content-Encoding", "")
+        body = gzip.decompress(wire) if encoding == "gzip" else wire
         if kind is None:
             self._answer(404, b"")
             return
@@ -230,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         message = REQUESTS[kind].FromString(body)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.recorder.add(Received(kind, message, body, headers))
+        self.server.recorder.add(Received(kind, message, body, headers, self.path, wire))
         self._answer(200, self.server.recorder.response(kind).SerializeToString())
 
     def _answer(self, status: int, body: bytes) -> None:
@@ -310,3 +320,87 @@ class BlackHole:
         for conn in self.held:
             conn.close()
         self.socket.close()
+
+
+class Http2Tap:
+    """A TCP relay to `port` that parses what the client sends as HTTP/2 frames and records,
+    for each gRPC message (the 5-byte prefix of a stream's first DATA frame), its compressed
+    flag: `flags` lists them in order."""
+
+    PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(8)
+        self.port = int(self.socket.getsockname()[1])
+        self.flags: list[int] = []
+        self.stopped = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def __enter__(self) -> Http2Tap:
+        self._spawn(self._accept)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.socket.close()
+        for thread in self.threads:
+            thread.join(5)
+
+    def _spawn(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        self.socket.settimeout(0.05)
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.socket.accept()
+            except OSError:
+                continue
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self._spawn(self._pump, client, server, True)
+            self._spawn(self._pump, server, client, False)
+
+    def _pump(self, source: socket.socket, sink: socket.socket, upstream: bool) -> None:
+        buffer = b""
+        seen: set[int] = set()
+        source.settimeout(0.05)
+        while not self.stopped.is_set():
+            try:
+                chunk = source.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            try:
+                sink.sendall(chunk)
+            except OSError:
+                break
+            if upstream:
+                buffer = self._frames(buffer + chunk, seen)
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _frames(self, buffer: bytes, seen: set[int]) -> bytes:
+        if buffer.startswith(self.PREFACE):
+            buffer = buffer[len(self.PREFACE) :]
+        while len(buffer) >= 9:
+            length = int.from_bytes(buffer[:3], "big")
+            if len(buffer) < 9 + length:
+                break
+            kind, stream = buffer[3], int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+            payload = buffer[9 : 9 + length]
+            if kind == 0 and stream not in seen and payload:  # a stream's first DATA frame
+                seen.add(stream)
+                self.flags.append(payload[0])
+            buffer = buffer[9 + length :]
+        return buffer

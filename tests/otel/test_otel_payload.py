@@ -19,7 +19,7 @@ from sitscheck.export.payload import (
     detect_host,
     resource_attributes,
 )
-from sitscheck.models import Report
+from sitscheck.models import Device, Finding, Metric, Report, Severity, Status
 
 ERROR = trace_pb2.Status.STATUS_CODE_ERROR
 UNSET = trace_pb2.Status.STATUS_CODE_UNSET
@@ -164,11 +164,13 @@ def test_hardware_metrics_keep_the_conventions_instrument_and_unit(sample: Any) 
     assert (errors.unit, errors.WhichOneof("data")) == ("{error}", "sum")
     assert errors.sum.is_monotonic
     assert errors.sum.aggregation_temporality == 2  # cumulative
-    assert point(errors, **{"hw.id": UUID0, "error.type": "ecc_uncorrected"}) == 2
+    assert point(errors, **{"hw.id": UUID0, "error.type": "uncorrected"}) == 2
     port = point(errors, **{"hw.id": "0000:80:01.0"})
     assert port == 5
     (port_attrs,) = [a for a, _ in points(errors) if a["hw.id"] == "0000:80:01.0"]
     assert port_attrs["hw.type"] == "pci_device"
+    assert port_attrs["error.type"] == "corrected"  # pcie_aer_corrected, by the conventions
+    assert port_attrs["sitscheck.error.source"] == "pcie_aer"
 
 
 def test_per_gpu_points_carry_the_gpu_identity(sample: Any) -> None:
@@ -179,7 +181,8 @@ def test_per_gpu_points_carry_the_gpu_identity(sample: Any) -> None:
     assert attrs0["hw.vendor"] == "NVIDIA"
     assert attrs0["hw.firmware_version"] == "96.00.A5.00.1A"
     assert attrs0["hw.driver_version"] == "580.159.04"
-    assert attrs0["gpu.index"] == "0"
+    assert attrs0["sitscheck.gpu.index"] == "0"  # not a convention's name: under our prefix
+    assert attrs0["sitscheck.gpu.pci_bus_id"] == "0000:00:06.0"
     assert attrs0["sitscheck.check.name"] == "gpu_telemetry"
 
 
@@ -288,3 +291,155 @@ def test_payloads_are_deterministic_bytes_of_one_run() -> None:
     second = build_payloads(report, resource, Extras())
     assert second.trace_id != first.trace_id  # random ids: two exports are two traces
     assert first.metrics == build_payloads(report, resource, Extras()).metrics
+
+
+# ---------------------------------------------------------------- hardware conventions
+
+
+def convention_report(**remap: bool) -> Report:
+    """The sample report with a sampled temperature, ECC volatile and aggregate counts."""
+    report = sample_report()
+    labels0 = {"hw.id": UUID0, "gpu.index": "0"}
+    telemetry = report.check("gpu_telemetry")
+    memory = report.check("memory_errors")
+    assert telemetry is not None and memory is not None
+    for stat, value in (("min", 31.0), ("mean", 33.5), ("p95", 36.0), ("max", 37.0)):
+        telemetry.metrics.append(
+            Metric(
+                name="hw.temperature",
+                value=value,
+                unit="Cel",
+                labels={**labels0, "hw.sensor_location": "gpu", "stat": stat},
+            )
+        )
+    memory.metrics = [
+        Metric(
+            name="hw.errors",
+            value=value,
+            unit="{error}",
+            labels={**labels0, "error.type": f"ecc_{kind}", "hw.type": "gpu", "ecc.scope": scope},
+        )
+        for scope, kind, value in (
+            ("volatile", "corrected", 3),
+            ("volatile", "uncorrected", 0),
+            ("aggregate", "corrected", 40),
+            ("aggregate", "uncorrected", 1),
+        )
+    ]
+    memory.metrics.append(
+        Metric(
+            name="sitscheck.gpu.memory.remapped_rows",
+            value=1,
+            unit="{row}",
+            labels={**labels0, "kind": "corrected"},
+        )
+    )
+    if remap.get("pending"):
+        memory.findings = [
+            Finding(
+                code="memory_errors.remap_pending",
+                severity=Severity.WARNING,
+                message="GPU 0: a row remap is pending",
+                device=Device(index=0, pci_bus_id="0000:00:06.0"),
+            )
+        ]
+        memory.status = Status.WARNING
+        report.verdicts = []
+    return report
+
+
+def test_volatile_and_aggregate_ecc_counts_are_never_one_metric() -> None:
+    extras = Extras(counter_start_ns=1_790_000_000 * 10**9)
+    _, metrics = decoded(convention_report(), extras)
+    got = metrics_of(metrics)
+    errors, lifetime = got["hw.errors"], got["sitscheck.hw.errors.aggregate"]
+    assert point(errors, **{"hw.id": UUID0, "error.type": "corrected"}) == 3
+    assert point(errors, **{"hw.id": UUID0, "error.type": "uncorrected"}) == 0
+    assert point(lifetime, **{"hw.id": UUID0, "error.type": "corrected"}) == 40
+    assert all("sitscheck.ecc.scope" not in a and "ecc.scope" not in a for a, _ in points(errors))
+    # the volatile counts start at the boot; the lifetime ones before anything we know of
+    assert {p.start_time_unix_nano for p in errors.sum.data_points} == {extras.counter_start_ns}
+    assert {p.start_time_unix_nano for p in lifetime.sum.data_points} == {0}
+    assert lifetime.sum.is_monotonic
+
+
+def test_a_sampled_gauge_is_one_series_its_statistics_their_own_metrics() -> None:
+    _, metrics = decoded(convention_report())
+    got = metrics_of(metrics)
+    temperature = got["hw.temperature"]
+    assert [v for _, v in points(temperature)] == [33.5]  # the mean, one point, no `stat`
+    assert all("stat" not in a and "sitscheck.stat" not in a for a, _ in points(temperature))
+    assert points(got["sitscheck.hw.temperature.window.max"])[0][1] == 37.0
+    assert points(got["sitscheck.hw.temperature.window.p95"])[0][1] == 36.0
+    for metric in got.values():
+        for attributes, _ in points(metric):
+            assert "stat" not in attributes
+
+
+def test_temperature_is_on_a_sensor_whose_parent_is_the_gpu() -> None:
+    _, metrics = decoded(convention_report())
+    ((sensor, _),) = points(metrics_of(metrics)["hw.temperature"])
+    assert sensor["hw.type"] == "temperature"
+    assert sensor["hw.parent"] == UUID0
+    assert sensor["hw.id"] != UUID0 and sensor["hw.id"].startswith(UUID0)
+    assert sensor["hw.sensor_location"] == "gpu"
+
+
+def test_attributes_not_of_the_conventions_are_prefixed() -> None:
+    _, metrics = decoded(convention_report())
+    for metric in metrics_of(metrics).values():
+        for attributes, _ in points(metric):
+            for key in attributes:
+                assert key.startswith(("hw.", "sitscheck.", "error.type", "network.io.")), key
+    (rows,) = points(metrics_of(metrics)["sitscheck.gpu.memory.remapped_rows"])
+    assert rows[0]["sitscheck.kind"] == "corrected"
+
+
+def test_a_pending_row_remap_is_a_predicted_failure() -> None:
+    _, metrics = decoded(convention_report(pending=True))
+    status = metrics_of(metrics)["hw.status"]
+    assert point(status, **{"hw.id": UUID0, "hw.state": "predicted_failure"}) == 1
+    assert point(status, **{"hw.id": UUID0, "hw.state": "degraded"}) == 0
+    assert point(status, **{"hw.id": UUID0, "hw.state": "ok"}) == 0
+    # the critical verdict of the sample report still makes it failed
+    _, plain = decoded(convention_report())
+    assert point(metrics_of(plain)["hw.status"], **{"hw.id": UUID0, "hw.state": "failed"}) == 1
+
+
+def test_memory_usage_limit_and_energy_go_out_as_the_conventions_instruments() -> None:
+    report = sample_report()
+    telemetry = report.check("gpu_telemetry")
+    assert telemetry is not None
+    labels0 = {"hw.id": UUID0, "gpu.index": "0"}
+    telemetry.metrics = [
+        Metric(name="hw.gpu.memory.usage", value=2048, unit="MiB", labels=labels0),
+        Metric(name="hw.gpu.memory.limit", value=143771, unit="MiB", labels=labels0),
+        Metric(name="hw.energy", value=123456789, unit="mJ", labels=labels0),
+    ]
+    _, metrics = decoded(report)
+    got = metrics_of(metrics)
+    limit = got["hw.gpu.memory.limit"]
+    assert (limit.unit, limit.WhichOneof("data"), limit.sum.is_monotonic) == ("By", "sum", False)
+    assert point(limit, **{"hw.id": UUID0}) == 143771 * 1024 * 1024
+    energy = got["hw.energy"]
+    assert (energy.unit, energy.sum.is_monotonic) == ("J", True)
+    assert point(energy, **{"hw.id": UUID0}) == pytest.approx(123456.789)
+
+
+def test_a_declared_counter_is_a_cumulative_sum() -> None:
+    report = sample_report()
+    memory = report.check("memory_errors")
+    assert memory is not None
+    memory.metrics = [
+        Metric(
+            name="sitscheck.gpu.memory.remapped_rows",
+            value=3,
+            unit="{row}",
+            labels={"hw.id": UUID0, "gpu.index": "0", "kind": "corrected"},
+            kind="counter",
+        )
+    ]
+    _, metrics = decoded(report, Extras(counter_start_ns=5 * 10**18))
+    rows = metrics_of(metrics)["sitscheck.gpu.memory.remapped_rows"]
+    assert rows.WhichOneof("data") == "sum" and rows.sum.is_monotonic
+    assert rows.sum.data_points[0].start_time_unix_nano == 5 * 10**18

@@ -1,17 +1,24 @@
-"""Settings: the site file < the OTEL_* environment < --otlp; secrets stay out of messages."""
+"""Settings: the site file < the OTEL_* environment (per signal, as the SDK reads it) < --otlp;
+secrets stay out of messages."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from otel_samples import TOKEN
 from sitscheck.config import OtlpSettings, RunConfig
 from sitscheck.errors import ConfigError
-from sitscheck.export.settings import resolve_settings, target
+from sitscheck.export.settings import ExportSettings, parse_target, resolve_settings
+
+
+def urls(got: ExportSettings) -> dict[str, str]:
+    return {kind: signal.target.url for kind, signal in got.signals.items()}
 
 
 def test_nothing_configured_is_no_export() -> None:
     got = resolve_settings(OtlpSettings(), None, {})
-    assert got.endpoint is None
+    assert got.endpoint is None and got.signals == {}
 
 
 def test_the_file_alone() -> None:
@@ -19,7 +26,12 @@ def test_the_file_alone() -> None:
     got = resolve_settings(site, None, {})
     assert got.endpoint == "https://otel.example:4318"
     assert got.protocol == "http/protobuf"
-    assert got.headers == {"x-token": "abc"}
+    for signal in got.signals.values():
+        assert signal.headers == {"x-token": "abc"}
+    assert urls(got) == {
+        "traces": "https://otel.example:4318/v1/traces",
+        "metrics": "https://otel.example:4318/v1/metrics",
+    }
 
 
 def test_environment_overrides_the_file_field_by_field() -> None:
@@ -41,9 +53,11 @@ def test_environment_overrides_the_file_field_by_field() -> None:
     got = resolve_settings(site, None, env)
     assert got.endpoint == "http://env:4317"
     assert got.protocol == "grpc"
-    assert got.headers == {"authorization": "Bearer tok=", "x-tenant": "t1"}
-    assert got.timeout_s == 2.5  # the variable is in milliseconds
-    assert got.certificate == "/etc/ca.pem"  # not overridden: kept
+    for signal in got.signals.values():
+        assert signal.headers == {"authorization": "Bearer tok=", "x-tenant": "t1"}
+        assert signal.timeout_s == 2.5  # the variable is in milliseconds
+        assert signal.certificate == "/etc/ca.pem"  # not overridden: kept
+        assert signal.target.authority == "env:4317"
     assert got.resource_attributes == {
         "a": "file",
         "b": "env",
@@ -59,16 +73,135 @@ def test_command_line_endpoint_wins() -> None:
 
 
 @pytest.mark.parametrize(
-    ("endpoint", "protocol"),
+    "endpoint",
+    ["http://collector:4317", "http://collector:4318", "https://otlp.vendor.example/otlp"],
+)
+def test_the_default_protocol_is_http_protobuf_whatever_the_port(endpoint: str) -> None:
+    # the specification's default; port 4317 does not make it grpc
+    assert resolve_settings(OtlpSettings(), endpoint, {}).protocol == "http/protobuf"
+
+
+def test_grpc_only_when_the_protocol_says_so() -> None:
+    env = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    got = resolve_settings(OtlpSettings(), "collector:4317", env)
+    assert got.protocol == "grpc"
+    assert {s.target.authority for s in got.signals.values()} == {"collector:4317"}
+
+
+def test_per_signal_endpoints_alone_are_used_as_they_are() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces.example:4318/custom/t",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://metrics.example:9090/api/v1/otlp/v1/metrics",
+    }
+    got = resolve_settings(OtlpSettings(), None, env)
+    assert urls(got) == {
+        "traces": "http://traces.example:4318/custom/t",
+        "metrics": "http://metrics.example:9090/api/v1/otlp/v1/metrics",
+    }
+
+
+def test_a_per_signal_endpoint_beats_the_generic_one_for_its_signal_only() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all.example:4318/base/",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m.example:4318/v1/metrics",
+    }
+    got = resolve_settings(OtlpSettings(), None, env)
+    assert urls(got) == {
+        "traces": "http://all.example:4318/base/v1/traces",
+        "metrics": "http://m.example:4318/v1/metrics",
+    }
+
+
+def test_one_per_signal_endpoint_exports_that_signal_only() -> None:
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t.example:4318/v1/traces"}
+    assert set(resolve_settings(OtlpSettings(), None, env).signals) == {"traces"}
+
+
+def test_per_signal_headers_timeout_compression_and_protocol() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all.example:4318",
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=all,x-common=1",
+        "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "x-tenant=metrics",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+        "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "4000",
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1500",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "/etc/t-ca.pem",
+    }
+    got = resolve_settings(OtlpSettings(), None, env)
+    traces, metrics = got.signals["traces"], got.signals["metrics"]
+    # a per-signal list replaces the generic one (as the SDK does), it is not merged
+    assert traces.headers == {"x-tenant": "all", "x-common": "1"}
+    assert metrics.headers == {"x-tenant": "metrics"}
+    assert (traces.compression, metrics.compression) == ("none", "gzip")
+    assert (traces.timeout_s, metrics.timeout_s) == (1.5, 4.0)
+    assert (traces.target.protocol, metrics.target.protocol) == ("grpc", "http/protobuf")
+    assert traces.target.authority == "all.example:4318"
+    assert (traces.certificate, metrics.certificate) == ("/etc/t-ca.pem", None)
+
+
+def test_the_command_line_endpoint_wins_over_per_signal_ones() -> None:
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t.example:4318/x"}
+    got = resolve_settings(OtlpSettings(), "http://cli:4318", env)
+    assert urls(got) == {
+        "traces": "http://cli:4318/v1/traces",
+        "metrics": "http://cli:4318/v1/metrics",
+    }
+
+
+@pytest.mark.parametrize("value", ["brotli", "zstd", "yes"])
+def test_an_unknown_compression_is_an_error_naming_the_variable(value: str) -> None:
+    env = {"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": value}
+    with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"):
+        resolve_settings(OtlpSettings(), "http://x:4318", env)
+
+
+@pytest.mark.parametrize(
+    "header",
     [
-        ("http://collector:4317", "grpc"),
-        ("collector:4317", "grpc"),
-        ("http://collector:4318", "http/protobuf"),
-        ("https://otlp.vendor.example/otlp", "http/protobuf"),
+        "authorization=Bearer%20abc,x-tenant=t1",
+        " authorization = Bearer abc , X-Tenant=t1 ",
+        "api-key=a%3Db%2Cc,empty=",
+        "k=v=w",
     ],
 )
-def test_protocol_from_the_port_when_unset(endpoint: str, protocol: str) -> None:
-    assert resolve_settings(OtlpSettings(), endpoint, {}).protocol == protocol
+def test_headers_parse_as_the_sdk_parses_them(header: str) -> None:
+    from opentelemetry.util.re import parse_env_headers
+
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": header}
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env).signals["traces"].headers
+    assert got == dict(parse_env_headers(header, liberal=True))
+
+
+@pytest.mark.parametrize(
+    "header",
+    [f"authorization={TOKEN}%0A", f"authorization={TOKEN}%0D%0A", f"authorization={TOKEN}%00"],
+)
+def test_a_header_value_with_a_control_character_is_refused_unshown(header: str) -> None:
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": header}
+    with pytest.raises(ConfigError) as caught:
+        resolve_settings(OtlpSettings(), "http://x:4318", env)
+    message = str(caught.value)
+    assert "authorization" in message and "OTEL_EXPORTER_OTLP_HEADERS" in message
+    assert TOKEN not in message and TOKEN.split()[1] not in message
+
+
+def test_a_file_header_from_a_yaml_block_scalar_is_refused_unshown() -> None:
+    import yaml
+
+    text = f"otlp:\n  headers:\n    authorization: |\n      {TOKEN}\n"
+    headers = yaml.safe_load(text)["otlp"]["headers"]
+    assert headers["authorization"].endswith("\n")  # what a block scalar gives
+    with pytest.raises(ConfigError) as caught:
+        resolve_settings(OtlpSettings(endpoint="http://x:4318", headers=headers), None, {})
+    assert "otlp.headers" in str(caught.value) and TOKEN.split()[1] not in str(caught.value)
+
+
+def test_a_bad_header_name_is_refused() -> None:
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "bad name=1"}
+    with pytest.raises(ConfigError, match="header name"):
+        resolve_settings(OtlpSettings(), "http://x:4318", env)
 
 
 def test_sdk_disabled_turns_export_off() -> None:
@@ -110,25 +243,48 @@ def test_repr_and_str_never_show_header_values() -> None:
         None,
         {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization={TOKEN}"},
     )
-    assert settings.headers["authorization"] == TOKEN
-    config = RunConfig(otlp=settings)
-    for text in (repr(settings), str(settings), f"{settings}", repr(config), str(config)):
+    signal = settings.signals["traces"]
+    assert signal.headers["authorization"] == TOKEN
+    config = RunConfig(otlp=OtlpSettings(headers=signal.headers))
+    for text in (repr(settings), str(settings), repr(signal), repr(config), str(config)):
         assert TOKEN not in text
         assert "pw@" not in text
         assert "authorization" in text  # the name is shown, the value is not
 
 
 def test_grpc_targets() -> None:
-    plain = target(OtlpSettings(endpoint="http://127.0.0.1:4317", protocol="grpc"))
+    plain = parse_target("http://127.0.0.1:4317", "grpc", False, "x")
     assert (plain.authority, plain.tls) == ("127.0.0.1:4317", False)
-    secure = target(OtlpSettings(endpoint="https://collector", protocol="grpc"))
+    secure = parse_target("https://collector", "grpc", False, "x")
     assert (secure.authority, secure.tls) == ("collector:4317", True)
-    bare = target(OtlpSettings(endpoint="collector:4317", protocol="grpc", insecure=True))
+    bare = parse_target("collector:4317", "grpc", True, "x")
     assert bare.tls is False
+    assert parse_target("collector:4317", "grpc", False, "x").tls is True
 
 
 def test_http_signal_urls_keep_the_base_path() -> None:
-    http = target(OtlpSettings(endpoint="https://otlp.example/base/", protocol="http/protobuf"))
-    assert http.signal_url("traces") == "https://otlp.example/base/v1/traces"
-    assert http.signal_url("metrics") == "https://otlp.example/base/v1/metrics"
-    assert http.tls
+    got = resolve_settings(OtlpSettings(endpoint="https://otlp.example/base/"), None, {})
+    assert urls(got) == {
+        "traces": "https://otlp.example/base/v1/traces",
+        "metrics": "https://otlp.example/base/v1/metrics",
+    }
+    assert all(s.target.tls for s in got.signals.values())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'otlp:\n  headers:\n    authorization: "{TOKEN}\n    x: y\n',
+        f"otlp:\n  headers:\n    authorization: {TOKEN}: x\n",
+    ],
+)
+def test_a_yaml_error_on_the_header_line_does_not_print_the_line(text: str, tmp_path: Path) -> None:
+    from sitscheck.config import load_site_config
+
+    site = tmp_path / "config.yaml"
+    site.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_site_config(site)
+    message = str(caught.value)
+    assert str(site) in message and "not valid YAML" in message
+    assert TOKEN.split()[1] not in message

@@ -55,7 +55,7 @@ def test_healthy_run_parses_with_a_status_per_check_and_rule(ok_report: Report) 
         assert value(found, "sitscheck_check_duration_seconds", check=check.name) >= 0
     for verdict in ok_report.verdicts:
         gpu = (
-            ""
+            None
             if verdict.device is None or verdict.device.index is None
             else str(verdict.device.index)
         )
@@ -95,8 +95,14 @@ def test_cumulative_counters_are_counters() -> None:
     assert prom_name("sitscheck.gpu.xid.events", "{event}") == "sitscheck_gpu_xid_events"
     assert prom_name("hw.power", "W") == "sitscheck_hw_power_watts"
     assert prom_name("sitscheck.pcie.replay.rate", "{replay}/min") == (
-        "sitscheck_pcie_replay_rate_per_minute"
+        "sitscheck_pcie_replay_rate_per_second"  # base unit: the value is divided by 60
     )
+    assert prom_name("sitscheck.gpu.clock", "MHz") == "sitscheck_gpu_clock_hertz"
+    assert prom_name("sitscheck.gpu.count", "{gpu}") == "sitscheck_gpu_number"
+    assert prom_name("sitscheck.gpu.memory.remap_pending", "1") == (
+        "sitscheck_gpu_memory_remap_pending"  # a 0/1 flag is no ratio
+    )
+    assert prom_name("hw.gpu.utilization", "1") == "sitscheck_hw_gpu_utilization_ratio"
     assert prom_name("x.seconds", "s") == "sitscheck_x_seconds"
 
 

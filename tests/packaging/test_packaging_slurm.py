@@ -85,3 +85,38 @@ def test_unknown_or_failure_changes_nothing(tmp_path: Path, line: str, rc: int) 
 def _dirs(tmp_path: Path) -> None:
     for sub in ("a", "b", "c", "x"):
         (tmp_path / sub).mkdir()
+
+
+def test_a_hung_sitscheck_is_killed_at_its_timeout_and_nothing_changes(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls, args, late = tmp_path / "scontrol.calls", tmp_path / "args", tmp_path / "late"
+    fake(bin_dir, "sitscheck", f'printf "%s\\n" "$*" > "{args}"\nsleep 30\ntouch "{late}"\n')
+    fake(bin_dir, "sinfo", "printf '%s\\n' 'drained|sitscheck: xid.79 GPU0: gone'\n")
+    fake(bin_dir, "scontrol", f'printf "%s\\n" "$*" >> "{calls}"\n')
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SLURMD_NODENAME": "gpu-17",
+        "SITSCHECK_TIMEOUT": "1",
+        "SITSCHECK_ARGS": "--expect-gpus 8",
+    }
+    done = subprocess.run(
+        ["sh", str(WRAPPER)], env=env, capture_output=True, text=True, timeout=25, check=False
+    )
+    assert done.returncode == 0 and "not established" in done.stderr
+    assert not calls.exists() and not late.exists()
+    # sitscheck was given a run deadline inside the kill, the site's arguments after it
+    assert args.read_text().split() == [
+        "run",
+        "--output",
+        "npd",
+        "--run-timeout",
+        "25",
+        "--expect-gpus",
+        "8",
+    ]
+
+
+def test_no_answer_from_slurmctld_on_critical_changes_nothing(tmp_path: Path) -> None:
+    assert run_wrapper(tmp_path, CRIT, 2, "") == []

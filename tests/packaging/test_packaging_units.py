@@ -8,6 +8,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from sitscheck.config import build_config, load_site_config
 from sitscheck.engine.loader import load_rules, rule_files
 
 REPO = Path(__file__).resolve().parents[2]
+RECORDED = REPO / "tests" / "bundles" / "h200x2-idle-v0"
+SITSCHECK = shutil.which("sitscheck", path=str(Path(sys.executable).parent)) or "sitscheck"
 UNITS = REPO / "packaging" / "systemd"
 SERVICES = ("sitscheck.service", "sitscheck-daemon.service")
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
@@ -232,8 +236,14 @@ def test_k8s_daemonset() -> None:
     docs = list(yaml.safe_load_all((REPO / "packaging" / "k8s" / "daemonset.yaml").read_text()))
     (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
     pod = daemonset["spec"]["template"]["spec"]
-    assert pod["hostPID"] is True
+    assert "hostPID" not in pod and "hostNetwork" not in pod  # nothing needs the host's
+    (namespace,) = [d for d in docs if d["kind"] == "Namespace"]
+    # hostPath volumes and an added capability are beyond "baseline": the level is said
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     (container,) = pod["containers"]
+    probe = container["livenessProbe"]
+    assert probe["exec"]["command"][:2] == ["sh", "-c"]
+    assert probe["initialDelaySeconds"] >= 300  # the first run has time to write the state
     assert container["args"][0] == "daemon"
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
@@ -249,3 +259,52 @@ def test_k8s_daemonset() -> None:
     assert security["privileged"] is False and security["readOnlyRootFilesystem"] is True
     assert security["capabilities"] == {"drop": ["ALL"], "add": ["SYSLOG"]}
     assert "resources" in container and "nvidia.com/gpu" not in str(container["resources"])
+
+
+K8S_VERSIONS = ("1.28.0", "1.30.0", "1.33.0")
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_k8s_manifests_validate_against_the_api_schemas(version: str) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    text = (REPO / "packaging" / "k8s" / "daemonset.yaml").read_text()
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    assert {d["kind"] for d in docs} == {"Namespace", "ServiceAccount", "DaemonSet"}
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)  # raises on an unknown field
+    broken = dict(docs[-1], spec={**docs[-1]["spec"], "replicas": 3})  # not a DaemonSet field
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, version, strict=True)
+
+
+def test_k8s_liveness_probe_follows_the_daemon_state(tmp_path: Path) -> None:
+    """The probe's own command, run against a state folder a real daemon run wrote, then
+    against one last written 20 minutes ago."""
+    docs = list(yaml.safe_load_all((REPO / "packaging" / "k8s" / "daemonset.yaml").read_text()))
+    (daemonset,) = [d for d in docs if d["kind"] == "DaemonSet"]
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    script = container["livenessProbe"]["exec"]["command"][2]
+    state = tmp_path / "state"
+    done = subprocess.run(
+        [
+            SITSCHECK,
+            "run",
+            "--daemon",
+            "--state-dir",
+            str(state),
+            "--from",
+            str(RECORDED),
+            "--output",
+            "npd",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (state / "state.json").is_file(), done.stderr
+    local = script.replace("/var/lib/sitscheck", str(state))
+    assert subprocess.run(["sh", "-c", local], check=False, timeout=10).returncode == 0
+    old = time.time() - 20 * 60
+    os.utime(state / "state.json", (old, old))
+    assert subprocess.run(["sh", "-c", local], check=False, timeout=10).returncode != 0
