@@ -86,6 +86,7 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
     site_param_lines: dict[str, tuple[str, int]] = {}
+    every_rule: list[Rule] = []  # replaced ones too: a param one of them reads is no typo
     shipped = {folder.resolve() for folder in shipped_rules_dirs()}
     for path in files:
         data = load_yaml(path)
@@ -112,7 +113,8 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
         for position, entry in enumerate(entries):
             rule = _rule(env, path, entry, line_of(entries, position))
             rules[rule.id] = rule
-    _refuse_unread_params(site_param_lines, params, rules.values())
+            every_rule.append(rule)
+    _refuse_unread_params(site_param_lines, params, every_rule)
     return RuleSet(tuple(rules.values()), params, site_params, tuple(str(f) for f in files))
 
 
