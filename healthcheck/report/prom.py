@@ -9,16 +9,18 @@ timestamp (the textfile collector refuses them).
 `_bytes`, `_watts`, `_celsius`), no `_ratio` on a 0/1 flag, no `_count` on a gauge, no empty
 label.
 
-One label scheme: a series about a GPU carries dcgm-exporter's labels as it spells them,
-`gpu` (index), `UUID`, `pci_bus_id` (`00000000:3B:00.0`) and `modelName`, so dashboards join
-it with DCGM_FI_* series; one about another PCI device carries `pci_bus_id`; a label that
-does not apply is left out, never empty.
+One label scheme: a series about a GPU carries dcgm-exporter's join labels as it spells them,
+`gpu` (index), `UUID` and `pci_bus_id` (`00000000:3B:00.0`), so dashboards join it with
+DCGM_FI_* series, and the model as `model_name`: dcgm-exporter's `modelName` is the one label
+promtool refuses (camelCase), and a model is no join key (a recording rule can copy it:
+`label_replace(m, "modelName", "$1", "model_name", "(.*)")`). A series about another PCI
+device carries `pci_bus_id`; a label that does not apply is left out, never empty.
 
 Series (all gauges unless said):
 - `sitscheck_run_status{status}` 1 for the run's status, 0 for the others (a state set), and
   `sitscheck_run_exit_code`; `sitscheck_run_duration_seconds`;
   `sitscheck_last_run_timestamp_seconds` (Unix time the run started); `sitscheck_info{...}` 1.
-- `sitscheck_gpu_health_status{gpu,UUID,pci_bus_id,modelName}` per GPU of the inventory, like
+- `sitscheck_gpu_health_status{gpu,UUID,pci_bus_id,model_name}` per GPU of the inventory, like
   dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS: 0 ok, 1 warning, 2 critical, 3 unknown (the
   worst finding or verdict naming it, as exit codes); `sitscheck_gpu_predicted_failure` 1
   where a row remap (or page retirement) is pending: a reset is due.
@@ -213,7 +215,7 @@ class _GpuLabels:
                 "gpu": None if gpu.index is None else str(gpu.index),
                 "UUID": gpu.uuid,
                 "pci_bus_id": dcgm_bus_id(gpu.pci_bus_id),
-                "modelName": gpu.model,
+                "model_name": gpu.model,
             }
         )
 
