@@ -51,6 +51,14 @@ def test_reaper_joins_the_kill_of_its_pid_when_kills_interleave() -> None:
     ]
 
 
+def test_each_reaper_line_goes_to_the_latest_kill_of_its_pid_once() -> None:
+    """A pid killed again (reused by a later process): its second kill is not reaped by the
+    first kill's reaper line, and a repeated reaper line reaps nothing more."""
+    kill, reap = sample("006")[:2]
+    kills = scan([kill, reap, reap, kill])
+    assert [(k.pid, k.reaped, len(k.lines)) for k in kills] == [(63214, True, 2), (63214, False, 1)]
+
+
 def test_a_reaper_line_alone_is_not_a_kill() -> None:
     """Its kill line was read by an earlier run (a daemon reading from a cursor) or is not in
     the log: counting it would count that kill twice, or one that is not there."""

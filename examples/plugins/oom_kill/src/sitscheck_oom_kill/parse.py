@@ -196,6 +196,7 @@ class OomKillLines:
 
     def __init__(self) -> None:
         self._kills: list[OomKill] = []
+        self._unreaped: dict[int, int] = {}  # pid -> its latest kill not yet reaped
         self._report = _Report()
 
     def feed(self, line: KernelLine) -> None:
@@ -245,6 +246,7 @@ class OomKillLines:
             summary = None
         context = (report.summary_line if summary else None, chosen.line if chosen else None)
         lines = [*report.lines, *(x for x in context if x is not None), body]
+        self._unreaped[pid] = len(self._kills)
         self._kills.append(
             OomKill(
                 pid=pid,
@@ -280,17 +282,16 @@ class OomKillLines:
         match = _REAPED.match(body)
         if match is None:
             return
-        pid = int(match.group("pid"))
-        for number in range(len(self._kills) - 1, -1, -1):
-            kill = self._kills[number]
-            if kill.pid == pid and not kill.reaped:
-                self._kills[number] = replace(
-                    kill,
-                    reaped=True,
-                    reaped_anon_rss_kb=_int(match.group("anon")),
-                    lines=(*kill.lines, body),
-                )
-                return
+        number = self._unreaped.pop(int(match.group("pid")), None)
+        if number is None:
+            return  # its kill is not in the log (read by an earlier run, or cut off)
+        kill = self._kills[number]
+        self._kills[number] = replace(
+            kill,
+            reaped=True,
+            reaped_anon_rss_kb=_int(match.group("anon")),
+            lines=(*kill.lines, body),
+        )
 
 
 def parse_oom_kills(lines: list[KernelLine]) -> list[OomKill]:
