@@ -214,7 +214,9 @@ def test_the_plugins_own_tests_pass_against_the_installed_package(venv: Venv) ->
 
 
 def _copy(source: Path, target: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", ".venv")
+    ignore = shutil.ignore_patterns(
+        "__pycache__", "*.egg-info", "build", ".venv", ".mypy_cache", ".ruff_cache"
+    )
     if source.is_dir():
         shutil.copytree(source, target, ignore=ignore)
     else:

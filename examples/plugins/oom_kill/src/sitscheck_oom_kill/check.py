@@ -17,8 +17,6 @@ from sitscheck.contract import (
     MetricSpec,
 )
 
-from .parse import NEEDLES
-
 
 class OomKillCheck(LazyCheck):
     name = "oom_kill"
@@ -46,8 +44,17 @@ class OomKillCheck(LazyCheck):
         summary="kernel log (/dev/kmsg, dmesg, journalctl -k or a file): the OOM killer's reports",
         kernel_log=True,
     )
+    # The lines the handler reads: the kill ("Killed process N (name) ..."), the process
+    # chosen before 5.1 ("Kill process N (name) score S or sacrifice child"), the summary
+    # ("oom-kill:constraint=..."), the reaper's, and the first line of each report.
     kernel_log = KernelLogInterest(
-        anchors=tuple(Anchor(needle.encode()) for needle in NEEDLES),
+        anchors=(
+            Anchor(b"Killed process "),
+            Anchor(b"Kill process "),
+            Anchor(b"oom-kill:"),
+            Anchor(b"oom_reaper: reaped process "),
+            Anchor(b" invoked oom-killer:"),
+        ),
         handler="sitscheck_oom_kill.parse:OomKillLines",
     )
     impl = "sitscheck_oom_kill.impl:OomKillImpl"

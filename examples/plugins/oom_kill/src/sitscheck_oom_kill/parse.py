@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # the handler receives `KernelLine`s; nothing else of sitsche
     from sitscheck.contract import KernelLine
 
 __all__ = [
-    "NEEDLES",
     "OomKill",
     "OomKillLines",
     "Scope",
@@ -44,15 +43,6 @@ __all__ = [
 ]
 
 Scope = Literal["memcg", "system", "cpuset", "mempolicy"]
-
-# The substrings of every line the handler reads (the check's kernel-log anchors).
-NEEDLES: tuple[str, ...] = (
-    "Killed process ",
-    "Kill process ",
-    "oom-kill:",
-    "oom_reaper: reaped process ",
-    " invoked oom-killer:",
-)
 
 # The memory figures are optional: a line cut before them is still a kill.
 _KILLED = re.compile(
@@ -192,7 +182,9 @@ class _Report:
 
 class OomKillLines:
     """The oom_kill check's line handler in the one kernel-log pass (`KernelLogInterest`):
-    fed every candidate line in log order, it keeps the OOM-killer lines and ignores the rest."""
+    fed every candidate line in log order, it keeps the OOM-killer lines and ignores the rest.
+    It reads the lines holding one of the check's anchors (check.py): "Killed process ",
+    "Kill process ", "oom-kill:", "oom_reaper: reaped process ", " invoked oom-killer:"."""
 
     def __init__(self) -> None:
         self._kills: list[OomKill] = []
