@@ -6,6 +6,8 @@ the same. See docs/plugins.md.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..status import Layer, Severity
 from .check import BaseCheck, Check, CheckContext, CheckOutput, LazyCheck
 from .declarations import (
@@ -26,6 +28,31 @@ from .declarations import (
     RuleFiles,
 )
 
+if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports none of them
+    from ..config import RunConfig
+    from ..kernlog.lines import KernelLine
+    from ..kernlog.scan import scan_lines
+    from ..sources.base import Sources
+
+# The types in a check's signatures (`applicable(sources, config)`, `LineHandler.feed(line)`)
+# and the kernel-log pass a handler's tests run over raw log lines (every prefix form).
+_LAZY = {
+    "KernelLine": ("..kernlog.lines", "KernelLine"),
+    "RunConfig": ("..config", "RunConfig"),
+    "Sources": ("..sources.base", "Sources"),
+    "scan_lines": ("..kernlog.scan", "scan_lines"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    module, attribute = _LAZY[name]
+    return getattr(import_module(module, __name__), attribute)
+
+
 __all__ = [
     "ActionCategory",
     "Anchor",
@@ -39,6 +66,7 @@ __all__ = [
     "CommandSpec",
     "EvidenceSpec",
     "FindingKind",
+    "KernelLine",
     "KernelLogInterest",
     "Layer",
     "LazyCheck",
@@ -48,5 +76,8 @@ __all__ = [
     "MetricSpec",
     "ProfileKey",
     "RuleFiles",
+    "RunConfig",
     "Severity",
+    "Sources",
+    "scan_lines",
 ]

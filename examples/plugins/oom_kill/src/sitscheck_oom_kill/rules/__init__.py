@@ -1,0 +1,1 @@
+"""The oom_kill plugin's rule files (package data, entry-point group `sitscheck.rules`)."""
