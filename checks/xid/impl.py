@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitscheck.config import RunConfig
-from sitscheck.contract import CheckContext, CheckOutput
+from sitscheck.contract import CheckContext, CheckOutput, kernel_log_skip
 from sitscheck.gpus import known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
@@ -16,10 +16,7 @@ class XidImpl:
     """The work behind `XidCheck` (imported only when the check runs)."""
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        if sources.mode == "live":
-            return None  # a live node always has a kernel log: one that cannot be read is UNKNOWN
-        stream = sources.kernel_log()
-        return None if stream.lines is not None else f"no kernel log: {stream.reason}"
+        return kernel_log_skip(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
         scan = ctx.kernel_log()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..status import Layer, Severity
-from .check import BaseCheck, Check, CheckContext, CheckOutput, LazyCheck
+from .check import BaseCheck, Check, CheckContext, CheckOutput, LazyCheck, kernel_log_skip
 from .declarations import (
     ActionCategory,
     Anchor,
@@ -79,5 +79,6 @@ __all__ = [
     "RunConfig",
     "Severity",
     "Sources",
+    "kernel_log_skip",
     "scan_lines",
 ]

@@ -68,6 +68,15 @@ class CheckContext:
         return self.kernel_pass.result_for(self.name)
 
 
+def kernel_log_skip(sources: Sources) -> str | None:
+    """`applicable` of a check that reads only the kernel log: a live node always has one (one
+    that cannot be read is UNKNOWN, never skipped); a bundle without one is skipped, saying so."""
+    if sources.mode == "live":
+        return None
+    stream = sources.kernel_log()
+    return None if stream.lines is not None else f"no kernel log: {stream.reason}"
+
+
 @runtime_checkable
 class Check(Protocol):
     """The attributes every check has. Optional declarations (`evidence`, `kernel_log`,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import CheckContext, CheckOutput, RunConfig, Sources
+from sitscheck.contract import CheckContext, CheckOutput, RunConfig, Sources, kernel_log_skip
 
 from .facts import KernelLog, OomKillSettings
 from .judge import facts_of, findings_of, metrics_of
@@ -11,10 +11,7 @@ from .parse import OomKill
 
 class OomKillImpl:
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        if sources.mode == "live":
-            return None  # a live node always has a kernel log: one that cannot be read is UNKNOWN
-        stream = sources.kernel_log()
-        return None if stream.lines is not None else f"no kernel log: {stream.reason}"
+        return kernel_log_skip(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
         scan = ctx.kernel_log()
