@@ -1,0 +1,10 @@
+"""The bandwidth probe (`--bandwidth`, and `--load`): what each GPU's PCIe link, memory and
+peer links deliver, measured in a child process through the CUDA driver API.
+
+`measure` does the measuring (inside the child), `cuda` is its ctypes boundary, `__main__` is
+the child's entry (`python -m sitscheck.bandwidth`), `probe` starts it from sitscheck under a
+deadline and hands back its JSON record (`bandwidth.json` in a bundle).
+"""
+
+BANDWIDTH_JSON = "bandwidth.json"  # the probe's record in a bundle
+FORMAT = "sitscheck-bandwidth"  # the record's `format`

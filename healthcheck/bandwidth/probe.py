@@ -1,0 +1,47 @@
+"""Start the bandwidth probe from sitscheck: a child process under a deadline, its record back.
+
+The child (`python -m sitscheck.bandwidth`) leads its own process group (CommandRunner), so a
+CUDA call that hangs costs its timeout and nothing more: the group is killed, and the driver
+releases a killed process's memory. The record it prints is the `bandwidth.json` artifact a
+bundle keeps and a replay reads.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..sources.base import Artifact
+from ..sources.command import CommandRunner
+from . import BANDWIDTH_JSON, FORMAT
+
+# The probe stops itself at its deadline; this much more is left for releasing its memory and
+# printing before the process group is killed.
+GRACE_S = 4.0
+# The probe's own deadline: it needs about 1 s per GPU (issue 22: under 10 s for 8 GPUs); a
+# check deadline shorter than twice this gives it half of that deadline.
+BUDGET_S = 12.0
+
+
+def budget_s(check_timeout_s: float) -> float:
+    return min(BUDGET_S, max(check_timeout_s / 2.0, 2.0))
+
+
+def run_probe(runner: CommandRunner, budget: float) -> Artifact:
+    argv = (sys.executable, "-m", "sitscheck.bandwidth", "--deadline-s", f"{budget:g}")
+    result = runner.run(argv, timeout=budget + GRACE_S)
+    text = result.stdout.strip()
+    if is_record(text):
+        return Artifact(BANDWIDTH_JSON, text + "\n", result.display)
+    reason = result.failure_reason() or f"`{result.display}` printed no bandwidth record"
+    return Artifact(BANDWIDTH_JSON, None, result.display, reason=reason)
+
+
+def is_record(text: str) -> bool:
+    if not text.startswith("{"):
+        return False
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
