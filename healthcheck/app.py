@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 from . import interrupt
 from .assemble import build_report
+from .bandwidth.probe import budget_s
 from .config import SITE_DIR, RunConfig
 from .contract import Check
 from .contract.evidence import DeclaredEvidence, gather
@@ -96,6 +97,7 @@ def live_options(
             for folder, spec in declared.logs.items()
         },
         load_seconds=config.sample_seconds + load_margin_s if config.load else None,
+        bandwidth_s=budget_s(config.check_timeout_s) if config.bandwidth or config.load else None,
     )
 
 
@@ -162,7 +164,6 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     recorded = meta.get("collected_at") if request.bundle else None
     report.bundle_recorded_at = recorded if isinstance(recorded, str) else None
     return report
-
 
 
 class Background(Generic[T]):

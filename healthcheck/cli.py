@@ -102,6 +102,10 @@ TrtOpt = Annotated[
     typer.Option("--trt-log", metavar="PATH", help="TensorRT build log path or glob (repeatable)."),
 ]
 LoadOpt = Annotated[bool, typer.Option("--load", help="Keep the GPUs busy while sampling.")]
+BandwidthOpt = Annotated[
+    bool,
+    typer.Option("--bandwidth", help="Measure PCIe, HBM and peer bandwidth (part of --load)."),
+]
 SysRootOpt = Annotated[
     str | None, typer.Option("--sys-root", metavar="DIR", help="sysfs root (default /sys).")
 ]
@@ -155,6 +159,7 @@ def run(
     bundle: FromOpt = None,
     trt_log: TrtOpt = None,
     load: LoadOpt = False,
+    bandwidth: BandwidthOpt = False,
     sys_root: SysRootOpt = None,
     otlp: OtlpOpt = None,
     state_dir: StateDirOpt = None,
@@ -173,6 +178,7 @@ def run(
         "rules_dirs": rules or None,
         "trt_logs": trt_log or None,
         "load": load or None,
+        "bandwidth": bandwidth or None,
         "verbose": verbose or None,
         "sys_root": sys_root,
         "state_dir": state_dir,
@@ -344,6 +350,7 @@ def collect(
     directory: Annotated[Path, typer.Argument(help="Folder to write the bundle into.")],
     sample_seconds: SampleOpt = None,
     load: LoadOpt = False,
+    bandwidth: BandwidthOpt = False,
     trt_log: TrtOpt = None,
     config: ConfigOpt = None,
     sys_root: SysRootOpt = None,
@@ -368,6 +375,7 @@ def collect(
             {
                 "sample_seconds": sample_seconds,
                 "load": load or None,
+                "bandwidth": bandwidth or None,
                 "trt_logs": trt_log or None,
                 "sys_root": sys_root,
             },

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .bandwidth import BANDWIDTH_JSON
 from .contract.declarations import resolve
 from .contract.evidence import DeclaredEvidence
 from .sources import artifacts as names
@@ -40,6 +41,7 @@ def collect_bundle(
             _write(target / name, artifact.text, summary)
         else:
             summary["missing"][name] = artifact.reason
+    _collect_bandwidth(sources, target, summary)
     if declared.kernel_log:
         _collect_kernel_log(sources, target, summary)
     sysfs_paths = [p for ref in declared.sysfs_paths for p in resolve(ref)(sources)]
@@ -63,6 +65,17 @@ def collect_bundle(
     }
     _write(target / names.META_JSON, json.dumps(meta, indent=2), summary)
     return summary
+
+
+def _collect_bandwidth(sources: LiveSources, target: Path, summary: dict[str, Any]) -> None:
+    """After the command outputs (taken while --load still runs): the probe stops the load."""
+    if sources.options.bandwidth_s is None:
+        return
+    artifact = sources.artifact(BANDWIDTH_JSON)
+    if artifact.text is not None:
+        _write(target / BANDWIDTH_JSON, artifact.text, summary)
+    else:
+        summary["missing"][BANDWIDTH_JSON] = artifact.reason
 
 
 def _write(path: Path, text: str, summary: dict[str, Any]) -> None:

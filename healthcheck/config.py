@@ -77,6 +77,9 @@ class RunConfig(BaseModel):
     sys_root: str = "/sys"
     state_dir: Path = Path("/var/lib/sitscheck")
     load: bool = False
+    bandwidth: bool = Field(
+        False, description="measure PCIe, HBM and peer bandwidth (also part of load)"
+    )
     daemon: bool = False
     verbose: bool = False
     otlp: OtlpSettings = Field(default_factory=OtlpSettings)

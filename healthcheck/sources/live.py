@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..bandwidth import BANDWIDTH_JSON
 from ..contract.declarations import CommandSpec
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
@@ -42,6 +43,7 @@ class LiveOptions:
     # log files by the folder a check declared them under (`LogFilesSpec`)
     log_paths: dict[str, list[Path]] = field(default_factory=dict)
     load_seconds: float | None = None
+    bandwidth_s: float | None = None  # the bandwidth probe's deadline; None: not measured
     driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
@@ -102,6 +104,8 @@ class LiveSources(Memo):
         return DriverProbe("absent", "no NVIDIA driver on this machine (no nvidia-smi, no module)")
 
     def artifact(self, name: str) -> Artifact:
+        if name == BANDWIDTH_JSON:
+            return self.memo(name, self._bandwidth)
         spec = self._declared_commands().get(name)
         if spec is None:
             return Artifact(name, None, name, reason=f"no selected check declares {name}")
@@ -163,6 +167,23 @@ class LiveSources(Memo):
 
     def log_files(self, folder: str) -> list[Path]:
         return list(self.options.log_paths.get(folder, []))
+
+    def _bandwidth(self) -> Artifact:
+        """The bandwidth probe's record, measured after the sampling window (the copies must
+        not show in its telemetry) and with the --load process stopped (it would share the
+        GPUs); only with --bandwidth or --load."""
+        if self.options.bandwidth_s is None:
+            return Artifact(
+                BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason="measured only with --bandwidth"
+            )
+        if self.driver().state != "present":
+            return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=self.driver().detail)
+        self.gpu_snapshot()
+        if self._load is not None:
+            self._load.stop()
+        from ..bandwidth.probe import run_probe
+
+        return run_probe(self.runner, self.options.bandwidth_s)
 
     def meta(self) -> dict[str, Any]:
         return {
