@@ -9,6 +9,7 @@ from sitscheck.models import CheckResult, Report, Status
 
 BAD = (Status.UNKNOWN, Status.CRITICAL)
 CHECKS = (
+    "bandwidth",
     "driver",
     "gpu_telemetry",
     "memory_errors",
