@@ -16,6 +16,7 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.bandwidth import BANDWIDTH_JSON
 from sitscheck.bandwidth.cuda import format_uuid
 from sitscheck.bandwidth.probe import is_record, run_probe
+from sitscheck.checks.bandwidth.check import BandwidthCheck
 from sitscheck.checks.bandwidth.expect import narrowest, pcie_gbs, shared_ports
 from sitscheck.checks.bandwidth.impl import NOT_ASKED, BandwidthImpl
 from sitscheck.checks.bandwidth.peers import peer_paths
@@ -23,6 +24,7 @@ from sitscheck.checks.bandwidth.record import RecordError, parse_record
 from sitscheck.checks.pcie_link.links import PortLink
 from sitscheck.collect import collect_bundle
 from sitscheck.config import RunConfig
+from sitscheck.contract.evidence import gather
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 
@@ -172,7 +174,7 @@ def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     sources = _live(tmp_path, 5.0)
     sources.runner = CommandRunner(path=str(Path(sys.executable).parent))
     bundle = tmp_path / "bundle"
-    summary = collect_bundle(sources, bundle)
+    summary = collect_bundle(sources, bundle, gather([BandwidthCheck()]))
     sources.close()
     assert str(bundle / BANDWIDTH_JSON) in summary["written"]
     # the recorded H200 with this failed probe's record in place of its own
