@@ -18,6 +18,7 @@ class BandwidthCheck(LazyCheck):
         MetricSpec("sitscheck.bandwidth.probe.duration", "s", "wall time of the bandwidth probe"),
     )
     codes = "sitscheck.checks.bandwidth.codes:CODES"
+    facts = "sitscheck.checks.bandwidth.facts:Facts"
     # bandwidth.json is not a declared command: the probe runs only with --bandwidth (or
     # --load), after the sampling window (LiveSources), and `collect` records it then.
     evidence = EvidenceSpec(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bandwidth_bundles import facts_variants
 from corpus_paths import corpus_root
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
@@ -67,6 +68,9 @@ PROBE_BUILD_FACTS = (
 # Declared facts no recorded or corpus output holds, and why; each is still the check's own
 # output (the tests named assert it where one exists).
 UNSEEN = {
+    "bandwidth": {
+        ".probe.errors[]": "a failed probe: tests/bandwidth records one where libcuda is absent",
+    },
     "memory_errors": {
         ".gpus[].retired_sbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
         ".gpus[].retired_dbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
@@ -161,6 +165,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources.append((int8, ["tensorrt"], {}))
     sources.append((int8, ["tensorrt"], {"trt_probe": True}))  # a replay never probes: why
     sources.append((_gpus_missing_from_the_matrix(root), ["topology"], {}))
+    sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
         out[f"{bundle.name}{config or ''}"] = check_results(bundle, checks, **config)
@@ -177,7 +182,7 @@ def _facts(outputs: dict[str, list[CheckResult]], check: str) -> list[tuple[str,
 
 
 def test_every_built_in_check_declares_a_strict_facts_model() -> None:
-    assert len(BUILT_IN) == 9
+    assert len(BUILT_IN) == 10
     for check in CHECKS:
         if check.name in BUILT_IN:
             model = facts_model(check)

@@ -24,6 +24,7 @@ FACTS = REPO / "schema" / "facts"
 PROFILE = REPO / "schema" / "profile.schema.json"
 CHECKS = {c.name: c for c in discover() if hasattr(c, "layer") and getattr(c, "facts", None)}
 IDLE = REPO / "tests" / "bundles" / "h200x2-idle-v1"
+BANDWIDTH = REPO / "tests" / "bundles" / "h200x1-bandwidth-v1"
 
 
 def test_one_schema_file_per_check_with_a_facts_model() -> None:
@@ -60,10 +61,11 @@ def test_the_cli_prints_the_schema_files() -> None:
 @pytest.fixture(scope="module")
 def report_facts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Each check's facts as the JSON report writes them (what a script reads): the idle
-    bundle's, and the TensorRT log scenario's for the tensorrt check."""
+    bundle's, the TensorRT log scenario's for the tensorrt check, the recorded bandwidth
+    bundle's for the bandwidth check."""
     seed = materialise("seed-worked-example", tmp_path_factory.mktemp("seed") / "bundle")
     out: dict[str, Any] = {}
-    for bundle in (seed, IDLE):
+    for bundle in (seed, BANDWIDTH, IDLE):
         report = json.loads(replay(bundle).model_dump_json())
         out.update({check["name"]: check["facts"] for check in report["checks"] if check["facts"]})
     return out

@@ -11,6 +11,11 @@
 - `behind_one_port(bundle, together)`: both GPUs moved behind one PCIe switch (root port →
   switch upstream port → a downstream port each, every link Gen5 x16 like the recorded
   GPUs'), renamed to buses 03 and 04 in every file, with the given concurrent figures.
+- `facts_variants(folder)`: bundles that between them hold every fact the check writes (for
+  tests/rules/test_facts_models.py): the two GPUs; behind one port at half the link each;
+  their pair over PCIe (NVML reads no NVLink P2P) with one direction refused.
+
+Importable from every test folder (tests/ is on the path, as for corpus_paths).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 import yaml
 from sitscheck.engine.loader import builtin_rules_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "tests" / "bundles" / "h200x1-bandwidth-v1"
 TWO_H200 = ROOT / "tests" / "bundles" / "h200x2-idle-v1"
 CORPUS = ROOT / "tests" / "corpus" / "bandwidth"
@@ -65,8 +70,8 @@ def p2p_writes() -> list[float]:
     return [float(c) for c in cells[2:]]
 
 
-def two_gpus(folder: Path) -> Path:
-    target = folder / "h200x2-bandwidth"
+def two_gpus(folder: Path, name: str = "h200x2-bandwidth") -> Path:
+    target = folder / name
     shutil.copytree(TWO_H200, target)
     real = record(RECORDED)
     nvml = json.loads((TWO_H200 / "nvml.json").read_text())
@@ -80,7 +85,10 @@ def two_gpus(folder: Path) -> Path:
         **real,
         "device_count": len(gpus),
         "gpus": gpus,
-        "concurrent_h2d": {"gbs": {str(g["ordinal"]): g["h2d"]["gbs"] for g in gpus}},
+        "concurrent_h2d": {
+            "gbs": {str(g["ordinal"]): g["h2d"]["gbs"] for g in gpus},
+            "wall_gbs": round(sum(g["h2d"]["gbs"] for g in gpus), 2),
+        },
         "p2p": [
             {"src": 0, "dst": 1, "gbs": writes[0], "samples": [writes[0]]},
             {"src": 1, "dst": 0, "gbs": writes[1], "samples": [writes[1]]},
@@ -130,3 +138,20 @@ def _port(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, value in LINK_FILES.items():
         (folder / name).write_text(value + "\n")
+
+
+def facts_variants(folder: Path) -> list[Path]:
+    healthy = two_gpus(folder, "bandwidth-nvlink")
+    shared = two_gpus(folder, "bandwidth-shared-port")
+    alone = [g["h2d"]["gbs"] for g in record(shared)["gpus"]]
+    behind_one_port(shared, [round(sum(alone) / 4, 2)] * 2)
+    pcie = two_gpus(folder, "bandwidth-pcie")
+    nvml = json.loads((pcie / "nvml.json").read_text())
+    for pair in nvml["pairs"]:
+        pair["p2p_nvlink"] = False
+    (pcie / "nvml.json").write_text(json.dumps(nvml, indent=1) + "\n")
+    data = record(pcie)
+    data["p2p"] = data["p2p"][:1]
+    data["p2p_refused"] = [{"src": 1, "dst": 0, "reason": "no peer access"}]
+    write_record(pcie, data)
+    return [healthy, shared, pcie]
