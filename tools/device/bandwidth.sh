@@ -3,6 +3,9 @@
 # size, SIGTERM and deadline stops, memory left behind), then `sitscheck collect --bandwidth`
 # (the bundle kept under tests/bundles) and live runs with --bandwidth and --load.
 # Everything lands under $OUT. Run from the repository root: bash tools/device/bandwidth.sh
+# (carry `.whl`: the dependencies' wheels setup.sh installs plus this tree's own, made by
+# `pip wheel --no-deps -w .whl .`; where the checkout that travels is not this one, copy this
+# script and bandwidth_paths.py into .whl/ and run `bash .whl/bandwidth.sh`).
 here=$(cd "$(dirname "$0")" && pwd)  # tools/device, or the folder the script was carried in
 . tools/device/setup.sh
 bw() { python3 -m sitscheck.bandwidth "$@"; }
