@@ -77,7 +77,8 @@ def test_checks_lists_every_registered_check(tmp_path: Path) -> None:
 
 
 def test_a_bad_option_value_is_still_refused(tmp_path: Path) -> None:
-    """Coercion deferred until a value comes: a value that is given is still checked."""
+    """A value that is given is checked; the mistake is one line and exit 3 (a usage error
+    must not read as CRITICAL, issue 17)."""
     done = subprocess.run(
         [sys.executable, "-m", "sitscheck", "run", "--timeout", "soon", "--from", str(tmp_path)],
         capture_output=True,
@@ -85,8 +86,9 @@ def test_a_bad_option_value_is_still_refused(tmp_path: Path) -> None:
         timeout=60,
         check=False,
     )
-    assert done.returncode == 2
+    assert done.returncode == 3
     assert "Invalid value for '--timeout'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 # ---- the entry-point reader ----------------------------------------------------------------
