@@ -11,17 +11,10 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from rule_scenarios import BUNDLES  # noqa: E402
-from sitscheck.app import RunRequest, execute  # noqa: E402
-from sitscheck.config import RunConfig  # noqa: E402
-from sitscheck.models import CheckResult, Report  # noqa: E402
+from rule_scenarios import BUNDLES, replay  # noqa: E402
+from sitscheck.models import CheckResult  # noqa: E402
 
 IDLE = BUNDLES / "h200x2-idle-v0"
-
-
-def replay(bundle: Path, **config: object) -> Report:
-    """Replay a bundle through every check, the built-in rules and profiles."""
-    return execute(RunRequest(RunConfig(**config), str(bundle)))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")

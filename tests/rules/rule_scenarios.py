@@ -26,7 +26,10 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sitscheck.models import Report
 
 TESTS = Path(__file__).resolve().parent.parent
 BUNDLES = TESTS / "bundles"
@@ -120,3 +123,11 @@ if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(f"usage: {sys.argv[0]} SCENARIO TARGET_DIR (scenarios: {', '.join(names())})")
     print(materialise(sys.argv[1], Path(sys.argv[2])))
+
+
+def replay(bundle: Path, **config: object) -> Report:
+    """Replay a bundle through every check, the built-in rules and profiles."""
+    from sitscheck.app import RunRequest, execute
+    from sitscheck.config import RunConfig
+
+    return execute(RunRequest(RunConfig(**config), str(bundle)))  # type: ignore[arg-type]

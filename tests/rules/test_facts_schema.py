@@ -10,8 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import replay
-from rule_scenarios import materialise
+from rule_scenarios import materialise, replay
 from sitscheck.cli import app
 from sitscheck.contract.registry import discover
 from sitscheck.engine.fact_schema import facts_schema_text

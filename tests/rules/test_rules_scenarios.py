@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import replay
-from rule_scenarios import BUNDLES, expected, materialise, names
+from rule_scenarios import BUNDLES, expected, materialise, names, replay
 from sitscheck.models import Report, Status
 from sitscheck.report.table import render_text
 
