@@ -49,3 +49,11 @@ def expected_path(sample: Path) -> Path:
 
 def case_id(case: tuple[str, ...]) -> str:
     return "/".join(case)
+
+
+def assert_present_and_paired(corpus_set: str, kind: str, minimum: int) -> None:
+    """At least `minimum` samples of `kind` in the set, each beside its annotation."""
+    found = sorted((root_path(corpus_set) / kind).glob("*.txt"))
+    assert len(found) >= minimum
+    for sample in found:
+        assert expected_path(sample).is_file(), sample.name

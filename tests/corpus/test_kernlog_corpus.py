@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 import sitscheck.kernlog.needles as needles_module
 import sitscheck.kernlog.scan as scan
-from corpus_sets import case_id, expected_path, root_path, roots, sample_path, samples
+from corpus_sets import (
+    assert_present_and_paired,
+    case_id,
+    expected_path,
+    root_path,
+    roots,
+    sample_path,
+    samples,
+)
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.contract.registry import discover
@@ -108,8 +116,7 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
 @pytest.mark.parametrize("corpus_set", sorted(roots()))
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_corpus_is_present_and_paired(corpus_set: str, kind: str) -> None:
-    found = sorted((root_path(corpus_set) / kind).glob("*.txt"))
     spec = KINDS[kind]
-    assert len(found) >= (spec.minimum if corpus_set == "shared" else spec.own_minimum)
-    for sample in found:
-        assert expected_path(sample).is_file(), sample.name
+    assert_present_and_paired(
+        corpus_set, kind, spec.minimum if corpus_set == "shared" else spec.own_minimum
+    )

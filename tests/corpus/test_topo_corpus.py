@@ -6,7 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from corpus_sets import case_id, expected_path, root_path, roots, sample_path, samples
+from corpus_sets import (
+    assert_present_and_paired,
+    case_id,
+    expected_path,
+    roots,
+    sample_path,
+    samples,
+)
 from sitscheck.checks.topology.parse import parse_topo
 
 # Names are read at collection time; a shared corpus that is absent gives a skipped case.
@@ -24,7 +31,4 @@ def test_topo_sample_matches_expected_facts(corpus_set: str, name: str) -> None:
 
 @pytest.mark.parametrize("corpus_set", sorted(roots()))
 def test_topo_corpus_is_present_and_paired(corpus_set: str) -> None:
-    found = sorted((root_path(corpus_set) / "topo").glob("*.txt"))
-    assert len(found) >= MINIMUM[corpus_set]
-    for sample in found:
-        assert expected_path(sample).is_file(), sample.name
+    assert_present_and_paired(corpus_set, "topo", MINIMUM[corpus_set])
