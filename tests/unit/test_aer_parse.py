@@ -566,3 +566,15 @@ def test_firmware_first_prints_join_their_records_in_order() -> None:
             time="77.691273",
         ),
     ]
+
+
+def test_the_check_declares_the_parsers_anchors() -> None:
+    # the one kernel-log pass finds the lines by the check's declaration (loaded without the
+    # parser); the parser's own AER_ANCHORS / HEAD_LINES must say the same
+    from sitscheck.checks.pcie_aer.check import PcieAerCheck
+    from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES
+
+    interest = PcieAerCheck.kernel_log
+    assert interest is not None
+    assert tuple(interest.anchors) == AER_ANCHORS
+    assert interest.head_lines == HEAD_LINES
