@@ -134,6 +134,13 @@ class _Row:
     label: str
     cells: tuple[str, ...]
     extras: tuple[str, ...]
+    line: str  # as printed (ANSI codes dropped): its layout is read only if a row needs it
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a row's cells sit: needed only to read a row that left an affinity cell empty."""
+
     first_at: int  # where its first cell starts (tabs expanded)
     extras_at: tuple[int, ...]  # where each affinity value starts
     tail: tuple[str, ...] | None  # the fields after its matrix cells, split at each tab
@@ -215,30 +222,34 @@ def _word_ends(token: str, start: int) -> Iterator[int]:
             yield end
 
 
-def _header_units(line: str) -> list[tuple[str, str | None, int]]:
-    """(unit, its Affinity field or None, where it starts): affinity headers as units,
-    run-together names split."""
-    units: list[tuple[str, str | None, int]] = []
-    for match in _HEADER_UNIT.finditer(line.expandtabs(_TAB)):
-        field = match.lastgroup
-        units.append((match.group(), field if field in _AFFINITY_FIELDS else None, match.start()))
-    return units
-
-
 def _parse_header(line: str, line_number: int) -> _Header | None:
-    """A header row: GPU0 first, then device names, then the affinity headers (if any)."""
-    units = _header_units(line)
-    if not units or not _GPU_NAME.fullmatch(units[0][0]):
+    """A header row: GPU0 first, then device names, then the affinity headers (if any). Its
+    units are affinity headers or names (run-together ones split); read one by one, so that a
+    line that is no header is given up at its first unit that cannot be one."""
+    columns: list[str] = []
+    seen: set[str] = set()
+    extras: list[str | None] = []
+    extras_at: list[int] = []
+    first_at = 0
+    for match in _HEADER_UNIT.finditer(line.expandtabs(_TAB)):
+        unit, field = match.group(), match.lastgroup
+        if field not in _AFFINITY_FIELDS:
+            field = None
+        if not columns:
+            if not _GPU_NAME.fullmatch(unit):
+                return None
+            first_at = match.start()
+        if field is not None or extras:  # the affinity headers, and what follows them
+            extras.append(field)
+            extras_at.append(match.start())
+        elif unit in seen or _is_cell_or_value(unit):
+            return None
+        else:
+            columns.append(unit)
+            seen.add(unit)
+    if not columns:
         return None
-    split = next((i for i, unit in enumerate(units) if unit[1] is not None), len(units))
-    columns = tuple(unit for unit, _field, _at in units[:split])
-    trailing = units[split:]
-    if len(set(columns)) != len(columns) or any(_is_cell_or_value(c) for c in columns):
-        return None
-    extras = tuple(field for _unit, field, _at in trailing)
-    return _Header(
-        line_number, columns, extras, units[0][2], tuple(at for _unit, _field, at in trailing)
-    )
+    return _Header(line_number, tuple(columns), tuple(extras), first_at, tuple(extras_at))
 
 
 def _is_cell_or_value(token: str) -> bool:
@@ -251,8 +262,7 @@ def _read_rows(lines: Sequence[str], start: int, header: _Header) -> tuple[list[
     seen: set[str] = set()
     index = start
     while index < len(lines) and not _ends_table(lines[index], index + 1):
-        words = list(_WORD.finditer(lines[index].expandtabs(_TAB)))
-        tokens = [word.group() for word in words]
+        tokens = lines[index].split()
         index += 1
         if len(tokens) < 2 or tokens[0] not in header.columns or not _looks_like_row(tokens[1:]):
             continue  # blank, prose, MIG or other odd line inside the table: not a row
@@ -260,35 +270,34 @@ def _read_rows(lines: Sequence[str], start: int, header: _Header) -> tuple[list[
             index -= 1  # a second table starts here
             break
         cells, extras = _split_row(tokens[1:], len(header.columns))
-        values = words[len(words) - len(extras) :]
-        tail = _tail(
-            lines[index - 1], len(header.columns), words[: len(words) - len(extras)], values
-        )
-        rows.append(
-            _Row(tokens[0], cells, extras, words[1].start(), tuple(v.start() for v in values), tail)
-        )
+        rows.append(_Row(tokens[0], cells, extras, lines[index - 1]))
         seen.add(tokens[0])
     return rows, index
 
 
-def _tail(
-    line: str, columns: int, before: Sequence[re.Match[str]], values: Sequence[re.Match[str]]
-) -> tuple[str, ...] | None:
-    """The fields of a row after its matrix cells, one per tab (empty where tabs run): split
-    at its tabs, or, where a copy expanded them to spaces, rebuilt from the tab stops its values
-    start at; None when neither can be told."""
-    if "\t" in line:
-        split = line.rstrip(" \r").split("\t")
-        return tuple(split[1 + columns :]) if len(split) > columns else None
+def _row_layout(row: _Row, columns: int) -> _Layout:
+    """Where a row's first cell and affinity values start (tabs expanded), and the fields after
+    its matrix cells, one per tab (empty where tabs run): split at its tabs, or, where a copy
+    expanded them to spaces, rebuilt from the tab stops its values start at (None when neither
+    can be told)."""
+    words = list(_WORD.finditer(row.line.expandtabs(_TAB)))
+    before, values = words[: len(words) - len(row.extras)], words[len(words) - len(row.extras) :]
+    starts = tuple(value.start() for value in values)
+    first_at = words[1].start()
+    if "\t" in row.line:
+        split = row.line.rstrip(" \r").split("\t")
+        return _Layout(
+            first_at, starts, tuple(split[1 + columns :]) if len(split) > columns else None
+        )
     fields: list[str] = []
     end = before[-1].end() if before else 0
     for value in values:
         tabs = value.start() // _TAB - end // _TAB
         if value.start() % _TAB or tabs < 1:
-            return None
+            return _Layout(first_at, starts, None)
         fields.extend([""] * (tabs - 1) + [value.group()])
         end = value.end()
-    return tuple(fields)
+    return _Layout(first_at, starts, tuple(fields))
 
 
 def _looks_like_row(cells: Sequence[str]) -> bool:
@@ -351,10 +360,15 @@ def _build(header: _Header, rows: Sequence[_Row], legend: dict[str, str]) -> Top
     ]
     gpu_rows = [row for row in rows if _GPU_NAME.fullmatch(row.label)]
     width = len(header.extras)
-    full = [row for row in gpu_rows if len(row.extras) == width]
-    tabs = _tab_layout(full, width)
-    starts = _start_layout(header, gpu_rows, full)
-    affinity = {row.label: _affinity(header, _placed(row, width, tabs, starts)) for row in gpu_rows}
+    values: dict[str, tuple[str | None, ...]] = {row.label: row.extras for row in gpu_rows}
+    if any(len(row.extras) < width for row in gpu_rows):  # a row left an affinity cell empty
+        layouts = {row.label: _row_layout(row, len(header.columns)) for row in gpu_rows}
+        full = [layouts[row.label] for row in gpu_rows if len(row.extras) == width]
+        tabs = _tab_layout(full, width)
+        starts = _start_layout(header, [layouts[row.label] for row in gpu_rows], full)
+        for row in gpu_rows:
+            values[row.label] = _placed(row, layouts[row.label], width, tabs, starts)
+    affinity = {label: _affinity(header, placed) for label, placed in values.items()}
     return TopoMatrix(gpus, nics, legend, links, affinity)
 
 
@@ -368,7 +382,7 @@ def _affinity(header: _Header, values: Sequence[str | None]) -> Affinity:
 _TabLayout = tuple[int, tuple[int, ...]]  # fields after the matrix cells, which hold the values
 
 
-def _tab_layout(full: Sequence[_Row], width: int) -> _TabLayout | None:
+def _tab_layout(full: Sequence[_Layout], width: int) -> _TabLayout | None:
     """The tab fields the full GPU rows print their affinity values in, when they all agree."""
     layouts = set()
     for row in full:
@@ -382,7 +396,7 @@ def _tab_layout(full: Sequence[_Row], width: int) -> _TabLayout | None:
 
 
 def _start_layout(
-    header: _Header, rows: Sequence[_Row], full: Sequence[_Row]
+    header: _Header, rows: Sequence[_Layout], full: Sequence[_Layout]
 ) -> tuple[set[int], ...] | None:
     """Where each affinity column's values start in the full GPU rows, else where the header
     starts its units (when it sits where the rows do), else unknown."""
@@ -394,20 +408,25 @@ def _start_layout(
 
 
 def _placed(
-    row: _Row, width: int, tabs: _TabLayout | None, starts: tuple[set[int], ...] | None
+    row: _Row,
+    layout: _Layout,
+    width: int,
+    tabs: _TabLayout | None,
+    starts: tuple[set[int], ...] | None,
 ) -> tuple[str | None, ...]:
     """A row's affinity values by column; a column a short row leaves out is "" (an empty
     cell) where the layout places each value it does print, else None (not printed)."""
     if len(row.extras) >= width:
         return row.extras
-    if tabs is not None and row.tail is not None and len(row.tail) == tabs[0]:
-        values = tuple(row.tail[slot].strip() for slot in tabs[1])
-        others = (f for i, f in enumerate(row.tail) if i not in tabs[1])
+    tail = layout.tail
+    if tabs is not None and tail is not None and len(tail) == tabs[0]:
+        values = tuple(tail[slot].strip() for slot in tabs[1])
+        others = (f for i, f in enumerate(tail) if i not in tabs[1])
         if [v for v in values if v] == list(row.extras) and not any(f.strip() for f in others):
             return values
     if starts is None:
         return row.extras
-    columns = [_column_at(at, starts) for at in row.extras_at]
+    columns = [_column_at(at, starts) for at in layout.extras_at]
     if any(b <= a for a, b in pairwise(columns)):
         return row.extras  # the values do not fall in distinct columns, left to right
     placed: list[str | None] = [""] * width
