@@ -4,13 +4,21 @@ worst of its own findings and of the fired rule verdicts on its facts: the list 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import replay
 from rule_scenarios import materialise
+from sitscheck.app import RunRequest, execute
 from sitscheck.assemble import checks_of, with_verdicts
+from sitscheck.config import RunConfig
 from sitscheck.models import CheckResult, Device, Report, Status, Verdict
 from sitscheck.report.json_report import render_json
 from sitscheck.report.table import render_text
+
+
+def replay(bundle: Path) -> Report:
+    """Replay a bundle through every check, the built-in rules and profiles."""
+    return execute(RunRequest(RunConfig(), str(bundle)))
 
 
 @pytest.fixture(scope="module")
