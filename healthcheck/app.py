@@ -160,6 +160,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         profile.name if profile else None,
         _bundle_host(meta) if request.bundle else None,
         note,
+        reads={rule.id: rule.requires for rule in ruleset.rules},
     )
     recorded = meta.get("collected_at") if request.bundle else None
     report.bundle_recorded_at = recorded if isinstance(recorded, str) else None

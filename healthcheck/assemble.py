@@ -1,12 +1,24 @@
-"""Turn check results and verdicts into the report: status, headline, cause-first order."""
+"""Turn check results and verdicts into the report: status, headline, cause-first order.
+
+A check's status in the report (`Report.checks[].status`, the line of the checks list) is the
+worst of what the check itself found (ok, or its worst finding's warning/critical; unknown when
+it could not run; skipped when it did not) and of the fired rule verdicts (warning, critical) on
+its facts, so that no check reads "ok" under a verdict about a problem in its own facts. A rule
+is on the facts of the check it is named after (`pcie_aer.corrected_rate`: pcie_aer's); a
+cross-check rule named after no check (`quick_check.*`) is on the facts of every check it
+requires. A verdict that could not be judged (unknown) changes no check's status.
+"""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from . import __version__
 from .models import CheckResult, Report, Status, Verdict, worst
+
+_FIRED = (Status.WARNING, Status.CRITICAL)
 
 
 def overall_status(results: list[CheckResult], verdicts: list[Verdict]) -> Status:
@@ -52,6 +64,36 @@ def mark_explanations(verdicts: list[Verdict]) -> list[Verdict]:
     return out
 
 
+def checks_of(rule: str, requires: Sequence[str], names: set[str]) -> set[str]:
+    """The checks whose facts a rule's verdicts are on (see the module's docstring)."""
+    named = rule.partition(".")[0]
+    if named in names:
+        return {named}
+    return {name for name in requires if name in names}
+
+
+def with_verdicts(
+    results: list[CheckResult],
+    verdicts: list[Verdict],
+    reads: Mapping[str, Sequence[str]] | None = None,
+) -> list[CheckResult]:
+    """The results, each with the status of its line: the worst of its own and of the fired
+    verdicts on its facts. `reads`: rule id -> the checks it requires (its `requires`)."""
+    names = {result.name for result in results}
+    raised: dict[str, list[Status]] = {}
+    for verdict in verdicts:
+        if verdict.status in _FIRED:
+            requires = (reads or {}).get(verdict.rule, ())
+            for name in checks_of(verdict.rule, requires, names):
+                raised.setdefault(name, []).append(verdict.status)
+    out = []
+    for result in results:
+        status = worst([result.status, *raised.get(result.name, [])], result.status)
+        same = status == result.status or result.status == Status.SKIPPED
+        out.append(result if same else result.model_copy(update={"status": status}))
+    return out
+
+
 def build_report(
     results: list[CheckResult],
     verdicts: list[Verdict],
@@ -62,8 +104,12 @@ def build_report(
     profile: str | None,
     host: str | None,
     driver_note: str | None,
+    reads: Mapping[str, Sequence[str]] | None = None,
 ) -> Report:
+    """`reads`: rule id -> the checks the rule requires (which checks' lines its verdicts
+    raise, for the rules named after no check)."""
     linked = mark_explanations(verdicts)
+    results = with_verdicts(results, linked, reads)
     status = overall_status(results, linked)
     return Report(
         sitscheck_version=__version__,

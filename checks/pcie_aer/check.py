@@ -44,8 +44,13 @@ class PcieAerCheck(LazyCheck):
         sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
     )
     kernel_log = KernelLogInterest(
-        # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them
-        anchors=(Anchor(b"AER", after=48), Anchor(b"[Hardware Error]", after=48)),
+        # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them,
+        # and DPC containments (no "AER" before their details); parse.AER_ANCHORS, the same
+        anchors=(
+            Anchor(b"AER", after=48),
+            Anchor(b"[Hardware Error]", after=48),
+            Anchor(b"DPC", after=48),
+        ),
         handler="sitscheck.checks.pcie_aer.parse:AerLines",
         wants="sitscheck.checks.pcie_aer.parse:might_be_aer",
         head_lines=48,

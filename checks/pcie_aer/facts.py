@@ -52,6 +52,7 @@ class Gpu(GpuRefFacts):
 
     path: list[str]  # bus ids, root port first, the GPU last
     events: EventCounts  # the reports on the path, by severity
+    containments: int  # of them DPC containments: a port on the path took the link down
     corrected_per_min: float | None  # null: the log's timestamps are not absolute
     link_gen_max: int | None  # the GPU's PCIe generation (sysfs max_link_speed)
     counters_available: bool

@@ -55,6 +55,9 @@ def gpu_summary(path: GpuPath, events: list[AerEvent]) -> dict[str, Any]:
         "name": path.gpu.name,
         "path": path.ports,
         "events": by_severity,
+        # DPC containments on the path: the port took the link down (whatever the trigger's
+        # severity), what makes a GPU fall off the bus on current servers
+        "containments": sum(1 for e in mine if e.containment),
         "corrected_per_min": rate,
         "link_gen_max": path.link_gen_max,
         "counters_available": bool(path.counters),
@@ -99,6 +102,12 @@ def _uncorrectable(
     for (severity, bus), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         errors = sorted({name for e in group for name in e.errors})
         where = _where(bus, gpu, ports)
+        contained = sum(1 for e in group if e.containment)
+        took_down = (
+            f" ({contained} of them DPC containment(s): the port took the link down)"
+            if contained
+            else ""
+        )
         out.append(
             Finding(
                 code=f"pcie_aer.uncorrected_{severity}",
@@ -106,7 +115,7 @@ def _uncorrectable(
                 message=(
                     f"{len(group)} uncorrectable ({severity}) AER report(s) from "
                     f"{bus or 'an unnamed device'}"
-                    f"{where}: {', '.join(errors) or 'no error bits printed'}"
+                    f"{where}{took_down}: {', '.join(errors) or 'no error bits printed'}"
                 ),
                 device=Device(index=gpu.index, pci_bus_id=gpu.pci_bus_id) if gpu else None,
                 evidence=[
@@ -158,7 +167,8 @@ def _where(bus: str | None, gpu: GpuRef | None, ports: list[str]) -> str:
 
 def _excerpt(events: list[AerEvent]) -> str:
     lines = [
-        f"{e.time or '-'} {e.severity} {e.type or ''} {e.device or e.reporter} {','.join(e.errors)}"
+        f"{e.time or '-'} {e.severity}{' DPC containment' if e.containment else ''}"
+        f" {e.type or ''} {e.device or e.reporter} {','.join(e.errors)}"
         for e in events[:5]
     ]
     if len(events) > 5:

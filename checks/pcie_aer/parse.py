@@ -11,6 +11,12 @@ AER report into one `AerEvent`, in every wording the kernel has used:
 - firmware-first (APEI/GHES) ``{1}[Hardware Error]: ... section_type: PCIe error`` blocks and
   the ``aer_status: 0x.., aer_mask: 0x..`` / ``aer_layer=.., aer_agent=..`` lines the kernel
   prints for them;
+- Downstream Port Containment: ``DPC: containment event, status:0x1f01 source:0x0000`` with
+  its ``DPC: ERR_FATAL detected`` companion (4.19 .. 6.15; before 4.19 ``DPC containment event``
+  printed by the ``dpc 0000:00:03.2:pcie008`` service device), and 6.16+'s one-line ``status:
+  0x000d, ERR_FATAL received from 0000:02:00.0`` / ``status:0x0009: unmasked uncorrectable error
+  detected``: one report, logged by the port that contained the link, whose ``PCIe Bus Error``
+  block (if the kernel prints one) is its detail; EDR and hot-plug notes around it are not;
 - copies with runs of whitespace collapsed, ``AER:`` before every detail line or not, 5-digit
   VMD domains.
 
@@ -24,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
@@ -36,6 +42,7 @@ __all__ = [
     "UNCORRECTABLE_BITS",
     "AerEvent",
     "AerLines",
+    "DpcEvent",
     "Severity",
     "might_be_aer",
     "parse_aer",
@@ -113,7 +120,8 @@ _UNCORRECTABLE = "uncorrectable"  # a provisional severity: uncorrectable, fatal
 
 _BDF = r"(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 # the device prefix of a line ("nvidia 0000:98:00.0: "), the blanks and the "AER: " after it
-_DEV_PREFIX = re.compile(r"\S+ (" + _BDF + r"):(?: |$)\s*(?:AER:\s*)?")
+# (before 4.19 a port service printed its own: "dpc 0000:00:03.2:pcie008: ")
+_DEV_PREFIX = re.compile(r"\S+ (" + _BDF + r")(?::pcie\d{2,3})?:(?: |$)\s*(?:AER:\s*)?")
 _HEADER = re.compile(
     r"(?P<multi>Multiple )?"
     r"(?P<sev>Corrected|Correctable|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)) error "
@@ -137,6 +145,20 @@ _AER_STATUS = re.compile(
 _AER_LAYER = re.compile(r"aer_layer=(?P<layer>[^,]+)")
 _CPER = re.compile(r"(?:\{(?P<rec>\d+)\})?\[Hardware Error\]:\s?(?P<text>.*)")
 _CPER_DEVICE = re.compile(r"device_id:\s*(?P<bdf>" + _BDF + r")")
+# DPC (drivers/pci/pcie/dpc.c): "containment event, status:0x1f01 source:0x0000" (4.19 .. 6.15,
+# "DPC containment event, ..." before), 6.16+ "containment event, status:0x000d, ERR_FATAL
+# received from 0000:02:00.0" / "containment event, status:0x0009: unmasked uncorrectable error
+# detected"; the companion "ERR_FATAL detected" ("..., remove downstream devices" before 4.19).
+_DPC_EVENT = re.compile(
+    r"containment event, status:\s*0x(?P<status>[0-9a-fA-F]{1,4})"
+    r"(?:,? source:\s*0x[0-9a-fA-F]{1,4}"
+    r"|, (?P<received>ERR_FATAL|ERR_NONFATAL) received from (?P<src>" + _BDF + r")"
+    r"|: (?P<reason>[A-Za-z_ ]+?) detected)?"
+)
+_DPC_TRIGGER = re.compile(
+    r"(?P<reason>unmasked uncorrectable error|ERR_FATAL|ERR_NONFATAL|RP PIO error"
+    r"|software trigger|reserved error|extended error) (?:detected|triggered)\b"
+)
 _CPER_VENDOR = re.compile(
     r"vendor_id:\s*0x(?P<vendor>[0-9a-fA-F]{1,4}),\s*device_id:\s*0x(?P<device>[0-9a-fA-F]{1,4})"
 )
@@ -152,6 +174,7 @@ _MAX_REMEMBERED = 4096  # distinct line bodies remembered per parse (`_AerState.
 AER_ANCHORS: tuple[Anchor, ...] = (
     Anchor(b"AER", after=48),
     Anchor(b"[Hardware Error]", after=48),
+    Anchor(b"DPC", after=48),  # a containment report has no "AER" before its details
 )
 HEAD_LINES = 48
 
@@ -168,6 +191,8 @@ class AerEvent:
     errors: tuple[str, ...]
     multiple: bool
     time: str | None = None
+    # a DPC containment report: the port took the link down (not a fact key; `DpcEvent`)
+    containment: ClassVar[bool] = False
 
     def to_fact(self) -> dict[str, object]:
         return {
@@ -180,6 +205,13 @@ class AerEvent:
             "multiple": self.multiple,
             "time": self.time,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class DpcEvent(AerEvent):
+    """An AER report that is a Downstream Port Containment: its port disabled the link."""
+
+    containment: ClassVar[bool] = True
 
 
 # An event is made by `_new_event`: a frozen dataclass's generated __init__ sets each field
@@ -218,8 +250,9 @@ def _new_event(
     errors: tuple[str, ...],
     multiple: bool,
     time: str | None,
+    containment: bool,
 ) -> AerEvent:
-    event: AerEvent = object.__new__(AerEvent)
+    event: AerEvent = object.__new__(DpcEvent if containment else AerEvent)
     _SET_REPORTER(event, reporter)
     _SET_DEVICE(event, device)
     _SET_VENDOR_DEVICE(event, vendor_device)
@@ -234,10 +267,13 @@ def _new_event(
 def might_be_aer(raw_line: str) -> bool:
     """Cheap substring test: False only for lines `parse_aer` never needs (raw or body).
 
-    "Error" stands for "PCIe Bus Error" and "[Hardware Error]"; the rest are the detail lines
-    some kernels print without "AER:" (status word, bit lines, the 4.x "can't find" note).
+    "Error" stands for "PCIe Bus Error" and "[Hardware Error]", "DPC" for a containment report;
+    the rest are the detail lines some kernels print without "AER:" (status word, bit lines, the
+    4.x "can't find" note).
     """
     if "AER" in raw_line or "Error" in raw_line or "status/mask" in raw_line:
+        return True
+    if "DPC" in raw_line:
         return True
     if "aer_" in raw_line or "find device of ID" in raw_line:
         return True
@@ -295,6 +331,7 @@ class _Header:
     __slots__ = (
         "blocks",
         "domain",
+        "dpc",
         "multiple",
         "reporter",
         "severity",
@@ -312,6 +349,7 @@ class _Header:
         self.source: str | None = None
         self.source_id: int | None = None
         self.blocks: list[_Block] = []
+        self.dpc: _DpcState | None = None  # a containment report: its trigger, once known
 
 
 _Bits = tuple[tuple[int, str | None], ...]  # a block's bit lines: index and name, as printed
@@ -403,10 +441,21 @@ class _AerState:
         self.open_blocks: dict[str | None, _Block] = {}
         self.open_headers: dict[str | None, _Header] = {}  # by reporter, oldest first
         self.records: dict[str, _Record] = {}
-        self.sections_by_device: dict[str, _Section] = {}
+        # per device, its CPER sections the kernel has not printed yet, oldest first (the kernel
+        # prints them in the order the firmware reported them: aer_recover_queue is a FIFO)
+        self.sections_by_device: dict[str, list[_Section]] = {}
         self.said: dict[str, _Line] = {}  # what each line body says (`_parse_line`), remembered
 
     # -- reading -------------------------------------------------------------------------------
+
+    def open_header(self, header: _Header) -> None:
+        """A new report: the detail lines after it start its blocks."""
+        self.open_blocks.clear()
+        self.open_headers.pop(header.reporter, None)
+        self.open_headers[header.reporter] = header
+        if len(self.open_headers) > _MAX_OPEN_HEADERS:
+            del self.open_headers[next(iter(self.open_headers))]
+        self.slots.append(header)
 
     def remember(self, body: str) -> _Line:
         """What a line body says, parsed and remembered (the lines of a report recur verbatim
@@ -510,6 +559,8 @@ def _parse_line(body: str) -> _Line:
         return _BusErrorLine.parse(device, rest)
     if rest.startswith("device ["):
         return _StatusLine.parse(device, rest)
+    if rest.startswith("DPC"):
+        return _parse_dpc(device, rest)
     if "received" in rest:
         return _HeaderLine.parse(device, rest)
     if rest.startswith(("can't find device", "found no error details")):
@@ -570,12 +621,100 @@ class _HeaderLine:
         header.multiple = self.multiple
         header.source = self.source
         header.source_id = self.source_id
-        state.open_blocks.clear()
-        state.open_headers.pop(self.reporter, None)
-        state.open_headers[self.reporter] = header
-        if len(state.open_headers) > _MAX_OPEN_HEADERS:
-            del state.open_headers[next(iter(state.open_headers))]
+        state.open_blocks.clear()  # state.open_header, inlined: one per report of a storm
+        headers = state.open_headers
+        headers.pop(self.reporter, None)
+        headers[self.reporter] = header
+        if len(headers) > _MAX_OPEN_HEADERS:
+            del headers[next(iter(headers))]
         state.slots.append(header)
+
+
+class _DpcState:
+    """What a containment report said of its trigger: whether the line naming it was read."""
+
+    __slots__ = ("named",)
+
+    def __init__(self, named: bool) -> None:
+        self.named = named
+
+
+# the severity a DPC trigger reason gives a report with no detail block (facts: "unmasked
+# uncorrectable error" leaves it to the rest of the log, else non-fatal)
+_DPC_SEVERITY: dict[str, str] = {
+    "ERR_FATAL": "fatal",
+    "ERR_NONFATAL": "nonfatal",
+    "unmasked uncorrectable error": _UNCORRECTABLE,
+}
+# DPC Status register, Trigger Reason (bits 2:1): 0 unmasked uncorrectable error, 1
+# ERR_NONFATAL, 2 ERR_FATAL, 3 an extension (RP PIO error, software trigger)
+_DPC_STATUS_REASON = ("unmasked uncorrectable error", "ERR_NONFATAL", "ERR_FATAL", "extension")
+
+
+def _dpc_severity(reason: str) -> str:
+    return _DPC_SEVERITY.get(reason, "nonfatal")
+
+
+def _parse_dpc(port: str | None, rest: str) -> _Line:
+    """A DPC line: a containment report (or its companion line), else nothing (the recovery,
+    RP PIO and capability lines)."""
+    text = rest[4:].lstrip() if rest.startswith(("DPC:", "DPC ")) else rest
+    event = _DPC_EVENT.match(text)
+    if event is not None:
+        reason = event.group("received") or event.group("reason")
+        named = reason is not None
+        if reason is None:  # the companion line says it; meanwhile the status word does
+            reason = _DPC_STATUS_REASON[(int(event.group("status"), 16) >> 1) & 3]
+        source = _normalise_bdf(event.group("src")) if event.group("src") else None
+        return _DpcEventLine(port, _dpc_severity(reason.strip()), named, source)
+    trigger = _DPC_TRIGGER.match(text)
+    if trigger is not None:
+        return _DpcTriggerLine(port, _dpc_severity(trigger.group("reason")))
+    return _NOTHING
+
+
+class _DpcEventLine:
+    """ "DPC: containment event, status:0x1f01 source:0x0000": a report of the printing port; a
+    raw source id is like the header's id= (no device), "received from B" names it."""
+
+    __slots__ = ("domain", "named", "port", "severity", "source")
+
+    def __init__(self, port: str | None, severity: str, named: bool, source: str | None) -> None:
+        self.port = port
+        self.domain = _domain(port)
+        self.severity = severity
+        self.named = named
+        self.source = source
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        header = _Header(self.port, self.domain, line.time)
+        header.severity = self.severity
+        header.source = self.source
+        header.dpc = _DpcState(self.named)
+        state.open_header(header)
+
+
+class _DpcTriggerLine:
+    """ "DPC: ERR_FATAL detected": names the trigger of the port's containment report just
+    printed; one whose report line was cut off stands for it."""
+
+    __slots__ = ("domain", "port", "severity")
+
+    def __init__(self, port: str | None, severity: str) -> None:
+        self.port = port
+        self.domain = _domain(port)
+        self.severity = severity
+
+    def apply(self, state: _AerState, line: KernelLine) -> None:
+        header = state.open_headers.get(self.port)
+        if header is not None and header.dpc is not None and not header.dpc.named:
+            header.severity = self.severity
+            header.dpc.named = True
+            return
+        orphan = _Header(self.port, self.domain, line.time)
+        orphan.severity = self.severity
+        orphan.dpc = _DpcState(True)
+        state.open_header(orphan)
 
 
 class _NoDetailsLine:
@@ -723,9 +862,9 @@ class _GhesStatusLine:
         block.bus_line = True
         block.status = self.status
         block.mask = self.mask
-        section = state.sections_by_device.get(self.device) if self.device else None
-        if section is not None and section.merged is None:
-            section.merged = block
+        waiting = state.sections_by_device.get(self.device) if self.device else None
+        if waiting:
+            waiting.pop(0).merged = block  # the oldest section of the device not yet printed
         else:
             state.slots.append(block)
         state.open_blocks[self.device] = block
@@ -764,6 +903,8 @@ _Line = (
     _Nothing
     | _CperLine
     | _HeaderLine
+    | _DpcEventLine
+    | _DpcTriggerLine
     | _NoDetailsLine
     | _BusErrorLine
     | _StatusLine
@@ -795,7 +936,10 @@ def _cper_section_field(state: _AerState, section: _Section, text: str) -> None:
         device = _CPER_DEVICE.match(text)
         if device is not None:
             section.device = _normalise_bdf(device.group("bdf"))
-            state.sections_by_device[section.device] = section
+            waiting = state.sections_by_device.setdefault(section.device, [])
+            waiting.append(section)
+            if len(waiting) > _MAX_OPEN_RECORDS:
+                del waiting[0]
     elif text.startswith("vendor_id:"):
         vendor = _CPER_VENDOR.match(text)
         if vendor is not None:
@@ -843,6 +987,7 @@ class _Draft:
     multiple: bool
     status: tuple[int, int] | None
     bits: _Bits
+    containment: bool = False
 
     def item(self) -> _Item:
         known = _KNOWN_SEVERITY.get(self.severity)
@@ -862,6 +1007,7 @@ class _Draft:
             errors,
             self.multiple,
             self.time,
+            self.containment,
         )
 
 
@@ -880,6 +1026,7 @@ def _header_item(header: _Header) -> _Item:
         header.multiple,
         None,
         (),
+        header.dpc is not None,
     ).item()
 
 
@@ -897,6 +1044,7 @@ def _block_item(block: _Block, header: _Header | None) -> _Item:
         header.multiple if header else False,
         (block.status, block.mask) if block.status is not None else None,
         block.bits,
+        header is not None and header.dpc is not None,
     ).item()
 
 

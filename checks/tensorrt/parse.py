@@ -6,6 +6,14 @@ TensorRT loggers through Python/C++ (``[TRT] [W]``, ``[TensorRT] WARNING:``, ``[
 ``[TensorRT-LLM][ERROR]``, DeepStream's ``WARNING: [TRT]:``), TensorRT-LLM build output, TRT
 7/8/10 wording and ``[INFO]``/``[WARNING]``/``[ERROR]`` tags.
 
+Logs as they are shipped: the prefixes of whatever carried the log are stripped first, like
+timestamps (docker-compose ``face_1  | ``, ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``,
+docker/kubectl ``--timestamps``, a Talos node's ``10.5.0.2: ``, journald's ``Mar 29 15:38:59
+host python3[1234]: ``, torchrun's ``[rank0]: ``). Lines of other programs in the same stream (a
+Python traceback or warning, Python ``logging``'s ``INFO:root:``, vLLM's ``INFO 05-21 10:00:00``,
+a shell prompt) start a message of their own that is neither a warning nor an error, so that
+neither they nor their continuation lines join a TensorRT message.
+
 Message boundaries (shared/corpus/ANNOTATION-NOTES.md, "trt"): a line with a timestamp,
 severity or source prefix starts a message; a line with none continues the message above it.
 A tagged line that cannot stand alone continues the message above it too: an indented item of
@@ -179,6 +187,35 @@ _BUILD_FAILED_RE = re.compile(
 )
 _NO_IMPLEMENTATION_RE = re.compile(r"Could not find any implementation", re.IGNORECASE)
 
+# What shipped the log, in front of each line (stripped, possibly several, before the rest).
+_SHIPPER_RE = re.compile(
+    r"""(?:
+        [A-Za-z0-9][\w.-]*[ \t]+\|(?:[ ]|$)                  # docker-compose: "face_1  | "
+      | \[pod/[^\]\s]+\][ ]                                  # kubectl logs --prefix
+      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z[ ]          # docker/kubectl --timestamps
+      | \d{1,3}(?:\.\d{1,3}){3}:[ ]                            # talosctl logs: the node
+      | [A-Z][a-z]{2}[ ][ \d]\d[ ]\d{2}:\d{2}:\d{2}(?:\.\d+)?[ ] # journald short(-precise)
+        (?:[\w.-]+[ ])?[\w./@-]+(?:\[\d+\])?:[ ]
+      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})[ ]
+        [\w.-]+[ ][\w./@-]+(?:\[\d+\])?:[ ]                    # journald short-iso
+      | \[rank\d+\]:[ ]?                                      # torchrun
+    )""",
+    re.VERBOSE,
+)
+_MAX_SHIPPERS = 4
+# A line another program printed into the stream: it starts a message that is neither a
+# warning nor an error (and its untagged continuation lines are its own).
+_OTHER_PROGRAM_RE = re.compile(
+    r"""(?:
+        Traceback[ ]\(most[ ]recent[ ]call[ ]last\):
+      | \S+:\d+:[ ]\w*Warning:[ ]                              # Python's warnings module
+      | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:           # Python logging's default
+      | (?:\([^)]*\)[ ]+)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d{2}-\d{2}[ ]\d{2}:\d{2}
+      | (?:\([\w.-]+\)[ ])?[\w.-]+@[\w.-]+:\S*[#$][ ]            # a shell prompt
+    )""",
+    re.VERBOSE,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class _Line:
@@ -188,6 +225,7 @@ class _Line:
     severity: Severity | None
     text: str
     indented: bool
+    other: bool = False  # another program's line: a message that counts for nothing
 
 
 @dataclass(slots=True)
@@ -261,6 +299,8 @@ def _split_line(raw: str) -> _Line:
     if prefix.known == 0:
         text = raw.strip()
         failed = _BUILD_FAILED_RE.match(text) is not None
+        if not failed and _OTHER_PROGRAM_RE.match(text) is not None:
+            return _Line(True, None, text, False, other=True)
         return _Line(failed, "error" if failed else None, text, False)
     rest = raw[prefix.end :]
     indented = rest.startswith(("  ", "\t", " \t"))
@@ -277,7 +317,7 @@ _WEIGHT_REPORT_RE = re.compile(
 
 _DLA_GPU_RE = re.compile(
     r"device type to GPU|not (?:supported|running) on DLA, falling back to GPU"
-    r"|Switching to GPU fallback|(?:falling|fall|fell) ?back to GPU",
+    r"|Switching to GPU (?:fallback|for layer)|(?:falling|fall|fell) ?back to GPU",
     re.IGNORECASE,
 )
 _DLA_LAYER_RES = (
@@ -285,6 +325,11 @@ _DLA_LAYER_RES = (
     re.compile(r"Switching (?!this layer's)(?P<name>.+?) device type to GPU"),
     re.compile(r"but layer (?P<name>.+?) is not (?:supported|running) on DLA"),
     re.compile(r"Validation failed for DLA layer: (?P<name>.+?)\. Switching to GPU fallback"),
+    re.compile(r"Switching to GPU for layer (?P<name>.+?)\.?\s*$"),
+)
+# DLA was asked for every layer and none can run there: the whole network runs on the GPU
+_NO_DLA_LAYER_RE = re.compile(
+    r"setDefaultDeviceType was called but no layer in the network can run on DLA"
 )
 
 _MISSING_SCALE_RE = re.compile(
@@ -340,6 +385,8 @@ def _precision_name(token: str) -> str:
 
 
 def _dla_fallback(text: str) -> Fallback | None:
+    if _NO_DLA_LAYER_RE.search(text) is not None:
+        return Fallback(None, text)
     if _DLA_GPU_RE.search(text) is None:
         return None
     for pattern in _DLA_LAYER_RES:
@@ -410,7 +457,7 @@ def _classify(text: str, enabled: frozenset[str]) -> Fallback | PrecisionFallbac
     Plain substring tests skip the regular expressions for the many lines that cannot match.
     """
     upper = text.upper()
-    if "GPU" in upper and (found := _dla_fallback(text)) is not None:
+    if ("GPU" in upper or "DLA" in upper) and (found := _dla_fallback(text)) is not None:
         return found
     if ("INT8" in upper or "MISSING " in upper) and (
         int8 := _int8_fallback(text, enabled)
@@ -588,13 +635,14 @@ class _Facts:
 @dataclass(slots=True)
 class _Message:
     severity: Severity | None
-    counted: bool
+    counted: bool  # False: a follow-up line of a report, or another program's message
     first: str
     parts: list[str] = field(default_factory=list)
     chars: int = 0
     list_open: bool = False
     cut: bool = False
     first_cut: bool = False
+    other: bool = False  # another program's: neither a warning, an error nor a fallback
 
     def add(self, text: str) -> None:
         room = MAX_TEXT_CHARS - self.chars
@@ -611,7 +659,8 @@ class _Message:
 
 
 def _new_message(line: _Line, counted: bool) -> _Message:
-    message = _Message(line.severity, counted, line.text[:MAX_TEXT_CHARS])
+    message = _Message(line.severity, counted and not line.other, line.text[:MAX_TEXT_CHARS])
+    message.other = line.other
     message.first_cut = len(line.text) > MAX_TEXT_CHARS
     message.add(line.text)
     message.list_open = line.text.endswith(":")
@@ -667,7 +716,7 @@ class _Scanner:
         self.message: _Message | None = None
 
     def feed(self, raw: str) -> None:
-        raw = raw[:MAX_LINE_CHARS].rstrip()
+        raw = _unshipped(raw[:MAX_LINE_CHARS].rstrip())
         line = _split_line(raw)
         if line.text:
             self.facts.observe(line.text)
@@ -698,7 +747,7 @@ class _Scanner:
 
     def close(self) -> None:
         message, self.message = self.message, None
-        if message is None:
+        if message is None or message.other:
             return
         totals = self.totals
         if _is_error(message.severity, message.first):
@@ -732,6 +781,16 @@ class _Scanner:
             precision_fallbacks_total=totals.precision_total,
             errors_total=totals.errors_total,
         )
+
+
+def _unshipped(raw: str) -> str:
+    """The line without the prefixes of what shipped the log."""
+    for _ in range(_MAX_SHIPPERS):
+        match = _SHIPPER_RE.match(raw)
+        if match is None or match.end() == 0:
+            break
+        raw = raw[match.end() :]
+    return raw
 
 
 def scan_trt_log(lines: Iterable[str], file: str, *, max_items: int = MAX_ITEMS) -> TrtLog:

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 # PCIe path kinds from nearest to farthest (nvidia-smi's legend order).
-_PCIE_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+_PCIE_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}  # SOC: old SYS
 # nvmlDeviceGetTopologyCommonAncestor levels (as the snapshot names them) → the topo -m kind.
 # "internal" (two GPUs of one board, e.g. K80) has no topo -m counterpart and is not compared.
 _ANCESTOR_KIND = {
@@ -448,7 +448,8 @@ def _pair_reasons(pair: _Pair, nvml: NvmlView) -> tuple[list[str], list[str]]:
     ancestor = pair.nvml.common_ancestor if pair.nvml else None
     expected_kind = _ANCESTOR_KIND.get(ancestor or "")
     pcie_kinds = [k for k in pair.kinds if is_pcie_kind(k)]
-    if expected_kind and pcie_kinds and any(k != expected_kind for k in pcie_kinds):
+    same = {"SOC": "SYS"}  # drivers before 2017 printed SYS as SOC
+    if expected_kind and pcie_kinds and any(same.get(k, k) != expected_kind for k in pcie_kinds):
         reasons.append(
             f"topo -m shows {'/'.join(dict.fromkeys(pcie_kinds))} but NVML's common ancestor "
             f"is {ancestor} ({expected_kind})"

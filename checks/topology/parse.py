@@ -3,9 +3,18 @@
 The text is read as whitespace-separated tokens, so tab- and space-aligned tables, runs of
 tabs (``\\t\\tN/A``), lost indentation and trailing blanks all read the same. ANSI escape
 codes (current drivers underline the header row) are dropped first. The multi-word headers
-``CPU Affinity``, ``NUMA Affinity`` and ``GPU NUMA ID`` are matched as units. Cells that a
+``CPU Affinity``, ``NUMA Affinity`` and ``GPU NUMA ID`` are matched as units, also where a copy
+ran the header's names together (``GPU0GPU1NIC0CPU AffinityNUMA Affinity``). Cells that a
 too-narrow layout ran together (``NODENODE``, ``PIXPIX``) are split into link kinds where
-exactly one split exists and the row has room for it.
+exactly one split exists and the row has room for it. Old drivers' ``SOC`` (the later
+``SYS``) is a link kind as printed.
+
+An affinity column can print nothing (a container whose cpuset holds none of a NUMA node's
+CPUs leaves that GPU's CPU Affinity empty): a GPU row with fewer affinity values than the
+header has columns is read by the layout the full GPU rows show, and the column it leaves out
+is the empty cell ``""``, not a reason to shift the values after it. With tabs, the layout is
+the run of tabs around each value (nvidia-smi prints fixed ones: ``0-31\\t0\\t\\tN/A``, so a
+double tab is one separator); without (a copy that expanded them), where each value starts.
 
 No I/O here: the check hands in the text and gets a :class:`TopoMatrix` back.
 """
@@ -15,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 __all__ = [
     "Affinity",
@@ -30,8 +40,15 @@ __all__ = [
 # CSI sequences (``\x1b[4m``), any other lone ESC, and SGR codes whose ESC was lost in a copy.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b|\[[0-9;]*m")
 _GPU_NAME = re.compile(r"GPU[0-9]+")
-_NAME_PART = re.compile(r"(?:GPU|NIC|mlx5_)[0-9]+")
-_NAME_RUN = re.compile(r"(?:(?:GPU|NIC|mlx5_)[0-9]+){2,}")
+# A header row's units: an affinity header (its words may run into the names around it), a
+# device name (several of which may have run together), or any other word.
+_HEADER_UNIT = re.compile(
+    r"(?P<gpu_numa_id>GPU\s*NUMA\s*ID)|(?P<cpu>CPU\s*Affinity)|(?P<numa>NUMA\s*Affinity)"
+    r"|(?:GPU|NIC|mlx\d_)\d+(?=(?:GPU|NIC|mlx\d_)\d|CPU\s*Aff|NUMA\s*Aff|GPU\s*NUMA|\s|$)"
+    r"|\S+",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"\S+")
 _VALUE = re.compile(r"N/A|[0-9][0-9,\-]*")
 _NVLINK = re.compile(r"NV([0-9]+)")
 _NIC_LEGEND_ENTRY = re.compile(r"(NIC[0-9]+)\s*:\s*(\S+)")
@@ -39,17 +56,14 @@ _DIGITS = frozenset("0123456789")
 
 # Every word a topo matrix cell can hold, but NV# (handled apart): topo -m kinds, then p2p.
 _FIXED_WORDS = (
-    "X", "SYS", "NODE", "PHB", "PXB", "PIX",
+    "X", "SYS", "SOC", "NODE", "PHB", "PXB", "PIX",
     "OK", "NS", "CNS", "GNS", "TNS", "DR", "U",
 )  # fmt: skip
-_PCIE_KINDS = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS"})
+_PCIE_KINDS = frozenset({"PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
 
-# Header units that are not device columns, and the Affinity field each one fills.
-_AFFINITY_HEADERS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("gpu", "numa", "id"), "gpu_numa_id"),
-    (("cpu", "affinity"), "cpu"),
-    (("numa", "affinity"), "numa"),
-)
+# Header units that are not device columns: the Affinity field each one fills.
+_AFFINITY_FIELDS = ("gpu_numa_id", "cpu", "numa")
+_TAB = 8  # nvidia-smi aligns with tabs; a row is read at the stops a terminal expands them to
 
 
 class TopoParseError(ValueError):
@@ -111,6 +125,8 @@ class _Header:
     line_number: int
     columns: tuple[str, ...]
     extras: tuple[str | None, ...]  # Affinity field per trailing header unit, None if unknown
+    first_at: int  # where its first column starts (tabs expanded)
+    extras_at: tuple[int, ...]  # where each trailing unit starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +134,16 @@ class _Row:
     label: str
     cells: tuple[str, ...]
     extras: tuple[str, ...]
+    line: str  # as printed (ANSI codes dropped): its layout is read only if a row needs it
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a row's cells sit: needed only to read a row that left an affinity cell empty."""
+
+    first_at: int  # where its first cell starts (tabs expanded)
+    extras_at: tuple[int, ...]  # where each affinity value starts
+    tail: tuple[str, ...] | None  # the fields after its matrix cells, split at each tab
 
 
 # --- public helpers -----------------------------------------------------------------------
@@ -196,47 +222,34 @@ def _word_ends(token: str, start: int) -> Iterator[int]:
             yield end
 
 
-def _header_units(line: str) -> list[str]:
-    """Whitespace tokens; affinity headers joined into units, run-together names split."""
-    words = line.split()
-    units: list[str] = []
-    index = 0
-    while index < len(words):
-        phrase = _affinity_phrase(words, index)
-        if phrase is not None:
-            units.append(" ".join(words[index : index + len(phrase)]))
-            index += len(phrase)
-            continue
-        word = words[index]
-        units.extend(_NAME_PART.findall(word) if _NAME_RUN.fullmatch(word) else [word])
-        index += 1
-    return units
-
-
-def _affinity_phrase(words: Sequence[str], index: int) -> tuple[str, ...] | None:
-    for phrase, _field in _AFFINITY_HEADERS:
-        window = tuple(word.lower() for word in words[index : index + len(phrase)])
-        if window == phrase:
-            return phrase
-    return None
-
-
-def _affinity_field(unit: str) -> str | None:
-    key = tuple(unit.lower().split())
-    return next((field for phrase, field in _AFFINITY_HEADERS if phrase == key), None)
-
-
 def _parse_header(line: str, line_number: int) -> _Header | None:
-    """A header row: GPU0 first, then device names, then the affinity headers (if any)."""
-    units = _header_units(line)
-    if not units or not _GPU_NAME.fullmatch(units[0]):
+    """A header row: GPU0 first, then device names, then the affinity headers (if any). Its
+    units are affinity headers or names (run-together ones split); read one by one, so that a
+    line that is no header is given up at its first unit that cannot be one."""
+    columns: list[str] = []
+    seen: set[str] = set()
+    extras: list[str | None] = []
+    extras_at: list[int] = []
+    first_at = 0
+    for match in _HEADER_UNIT.finditer(line.expandtabs(_TAB)):
+        unit, field = match.group(), match.lastgroup
+        if field not in _AFFINITY_FIELDS:
+            field = None
+        if not columns:
+            if not _GPU_NAME.fullmatch(unit):
+                return None
+            first_at = match.start()
+        if field is not None or extras:  # the affinity headers, and what follows them
+            extras.append(field)
+            extras_at.append(match.start())
+        elif unit in seen or _is_cell_or_value(unit):
+            return None
+        else:
+            columns.append(unit)
+            seen.add(unit)
+    if not columns:
         return None
-    split = next((i for i, unit in enumerate(units) if " " in unit), len(units))
-    columns, trailing = units[:split], units[split:]
-    if len(set(columns)) != len(columns) or any(_is_cell_or_value(c) for c in columns):
-        return None
-    extras = tuple(_affinity_field(unit) for unit in trailing)
-    return _Header(line_number, tuple(columns), extras)
+    return _Header(line_number, tuple(columns), tuple(extras), first_at, tuple(extras_at))
 
 
 def _is_cell_or_value(token: str) -> bool:
@@ -257,9 +270,34 @@ def _read_rows(lines: Sequence[str], start: int, header: _Header) -> tuple[list[
             index -= 1  # a second table starts here
             break
         cells, extras = _split_row(tokens[1:], len(header.columns))
-        rows.append(_Row(tokens[0], cells, extras))
+        rows.append(_Row(tokens[0], cells, extras, lines[index - 1]))
         seen.add(tokens[0])
     return rows, index
+
+
+def _row_layout(row: _Row, columns: int) -> _Layout:
+    """Where a row's first cell and affinity values start (tabs expanded), and the fields after
+    its matrix cells, one per tab (empty where tabs run): split at its tabs, or, where a copy
+    expanded them to spaces, rebuilt from the tab stops its values start at (None when neither
+    can be told)."""
+    words = list(_WORD.finditer(row.line.expandtabs(_TAB)))
+    before, values = words[: len(words) - len(row.extras)], words[len(words) - len(row.extras) :]
+    starts = tuple(value.start() for value in values)
+    first_at = words[1].start()
+    if "\t" in row.line:
+        split = row.line.rstrip(" \r").split("\t")
+        return _Layout(
+            first_at, starts, tuple(split[1 + columns :]) if len(split) > columns else None
+        )
+    fields: list[str] = []
+    end = before[-1].end() if before else 0
+    for value in values:
+        tabs = value.start() // _TAB - end // _TAB
+        if value.start() % _TAB or tabs < 1:
+            return _Layout(first_at, starts, None)
+        fields.extend([""] * (tabs - 1) + [value.group()])
+        end = value.end()
+    return _Layout(first_at, starts, tuple(fields))
 
 
 def _looks_like_row(cells: Sequence[str]) -> bool:
@@ -320,13 +358,87 @@ def _build(header: _Header, rows: Sequence[_Row], legend: dict[str, str]) -> Top
         for column, cell in zip(header.columns, row.cells, strict=False)
         if column != row.label
     ]
-    affinity = {row.label: _affinity(header, row) for row in rows if _GPU_NAME.fullmatch(row.label)}
+    gpu_rows = [row for row in rows if _GPU_NAME.fullmatch(row.label)]
+    width = len(header.extras)
+    values: dict[str, tuple[str | None, ...]] = {row.label: row.extras for row in gpu_rows}
+    if any(len(row.extras) < width for row in gpu_rows):  # a row left an affinity cell empty
+        layouts = {row.label: _row_layout(row, len(header.columns)) for row in gpu_rows}
+        full = [layouts[row.label] for row in gpu_rows if len(row.extras) == width]
+        tabs = _tab_layout(full, width)
+        starts = _start_layout(header, [layouts[row.label] for row in gpu_rows], full)
+        for row in gpu_rows:
+            values[row.label] = _placed(row, layouts[row.label], width, tabs, starts)
+    affinity = {label: _affinity(header, placed) for label, placed in values.items()}
     return TopoMatrix(gpus, nics, legend, links, affinity)
 
 
-def _affinity(header: _Header, row: _Row) -> Affinity:
-    pairs = zip(header.extras, row.extras, strict=False)
-    values = {field: value for field, value in pairs if field}
+def _affinity(header: _Header, values: Sequence[str | None]) -> Affinity:
+    fields = {field: value for field, value in zip(header.extras, values, strict=False) if field}
     return Affinity(
-        cpu=values.get("cpu"), numa=values.get("numa"), gpu_numa_id=values.get("gpu_numa_id")
+        cpu=fields.get("cpu"), numa=fields.get("numa"), gpu_numa_id=fields.get("gpu_numa_id")
     )
+
+
+_TabLayout = tuple[int, tuple[int, ...]]  # fields after the matrix cells, which hold the values
+
+
+def _tab_layout(full: Sequence[_Layout], width: int) -> _TabLayout | None:
+    """The tab fields the full GPU rows print their affinity values in, when they all agree."""
+    layouts = set()
+    for row in full:
+        if row.tail is None:
+            return None
+        slots = tuple(i for i, field in enumerate(row.tail) if field.strip())
+        if len(slots) != width:
+            return None
+        layouts.add((len(row.tail), slots))
+    return layouts.pop() if len(layouts) == 1 else None
+
+
+def _start_layout(
+    header: _Header, rows: Sequence[_Layout], full: Sequence[_Layout]
+) -> tuple[set[int], ...] | None:
+    """Where each affinity column's values start in the full GPU rows, else where the header
+    starts its units (when it sits where the rows do), else unknown."""
+    if full:
+        return tuple(set(column) for column in zip(*(row.extras_at for row in full), strict=True))
+    if rows and abs(rows[0].first_at - header.first_at) <= 1:
+        return tuple({at} for at in header.extras_at)
+    return None
+
+
+def _placed(
+    row: _Row,
+    layout: _Layout,
+    width: int,
+    tabs: _TabLayout | None,
+    starts: tuple[set[int], ...] | None,
+) -> tuple[str | None, ...]:
+    """A row's affinity values by column; a column a short row leaves out is "" (an empty
+    cell) where the layout places each value it does print, else None (not printed)."""
+    if len(row.extras) >= width:
+        return row.extras
+    tail = layout.tail
+    if tabs is not None and tail is not None and len(tail) == tabs[0]:
+        values = tuple(tail[slot].strip() for slot in tabs[1])
+        others = (f for i, f in enumerate(tail) if i not in tabs[1])
+        if [v for v in values if v] == list(row.extras) and not any(f.strip() for f in others):
+            return values
+    if starts is None:
+        return row.extras
+    columns = [_column_at(at, starts) for at in layout.extras_at]
+    if any(b <= a for a, b in pairwise(columns)):
+        return row.extras  # the values do not fall in distinct columns, left to right
+    placed: list[str | None] = [""] * width
+    for column, value in zip(columns, row.extras, strict=True):
+        placed[column] = value
+    return tuple(placed)
+
+
+def _column_at(at: int, starts: tuple[set[int], ...]) -> int:
+    """The column a value starting at `at` is in: the one whose values start there, else the
+    nearest."""
+    exact = [column for column, seen in enumerate(starts) if at in seen]
+    if len(exact) == 1:
+        return exact[0]
+    return min(range(len(starts)), key=lambda c: min(abs(s - at) for s in starts[c]))

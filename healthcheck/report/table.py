@@ -121,12 +121,20 @@ def _diagnosis_lines(report: Report) -> list[str]:
 
 
 def _check_lines(check: CheckResult, verbose: bool) -> list[str]:
+    """A check's line: its status is the worst of its own findings and of the rule verdicts on
+    its facts (see `assemble`); when the verdicts raised it, the line says so."""
     head = f"  [{_MARK[check.status]}] {check.name} ({check.duration_s:.2f}s)"
     lines = [head]
     if check.skip_reason:
         lines.append(f"      skipped: {check.skip_reason}")
     if check.error:
         lines.append(f"      error: {check.error}")
+    if check.status in (Status.WARNING, Status.CRITICAL) and not check.error:
+        own = [f for f in check.findings if f.severity.as_status() == check.status]
+        if not own:
+            lines.append(
+                f"      {check.status.value}: from the rule verdicts on its facts (diagnosis above)"
+            )
     for finding in check.findings:
         lines.extend(_finding_lines(finding, verbose))
     for note in check.not_judged:

@@ -1,5 +1,6 @@
-"""Every aer and xid sample of the shared corpus parses to exactly its annotated events,
-directly, after the per-line prefilter, and through the chunked anchor search."""
+"""Every aer and xid sample of the shared corpus and of this checkout's own (`corpus_sets`)
+parses to exactly its annotated events, directly, after the per-line prefilter, and through the
+chunked anchor search."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ from typing import Any
 import pytest
 import sitscheck.kernlog.needles as needles_module
 import sitscheck.kernlog.scan as scan
-from corpus_paths import corpus_root
+from corpus_sets import (
+    assert_present_and_paired,
+    case_id,
+    expected_path,
+    root_path,
+    roots,
+    sample_path,
+    samples,
+)
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.contract.registry import discover
@@ -27,35 +36,29 @@ class Kind:
     might_be: Callable[[str], bool]
     anchors: Sequence[Anchor]
     head_lines: int
-    minimum: int  # the annotated set the parsers were written against
+    minimum: int  # the shared annotated set the parsers were written against
+    own_minimum: int  # this checkout's own samples (tests/corpus/<kind>)
 
     def facts(self, raw_lines: list[str]) -> list[dict[str, object]]:
         return [event.to_fact() for event in self.parse(iter_kernel_lines(raw_lines))]
 
 
 KINDS = {
-    "aer": Kind("aer", parse_aer, might_be_aer, AER_ANCHORS, HEAD_LINES, 13),
-    "xid": Kind("xid", parse_xid, might_be_xid, XID_ANCHORS, 0, 19),
+    "aer": Kind("aer", parse_aer, might_be_aer, AER_ANCHORS, HEAD_LINES, 13, 19),
+    "xid": Kind("xid", parse_xid, might_be_xid, XID_ANCHORS, 0, 19, 0),
 }
-# Names are read at collection time; files are opened through the `corpus` fixture, which
-# skips every case (with its message) when the corpus is absent.
-_ROOT = corpus_root()
-CASES = [
-    (kind, path.name)
-    for kind in KINDS
-    for path in (sorted((_ROOT / kind).glob("*.txt")) if _ROOT else [])
-] or [("aer", "<corpus absent>")]
+# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+CASES = [(corpus_set, kind, name) for kind in KINDS for corpus_set, name in samples(kind)]
 
 
 def _expected(sample: Path) -> list[dict[str, object]]:
-    path = sample.with_name(sample.name[: -len(".txt")] + ".expected.json")
-    events: list[dict[str, object]] = json.loads(path.read_text())["events"]
+    events: list[dict[str, object]] = json.loads(expected_path(sample).read_text())["events"]
     return events
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES)
-def test_sample_matches_expected_events(corpus: Path, kind: str, name: str) -> None:
-    sample = corpus / kind / name
+@pytest.mark.parametrize(("corpus_set", "kind", "name"), CASES, ids=map(case_id, CASES))
+def test_sample_matches_expected_events(corpus_set: str, kind: str, name: str) -> None:
+    sample = sample_path(corpus_set, kind, name)
     expected = _expected(sample)
     got = KINDS[kind].facts(sample.read_text().splitlines())
     assert len(got) == len(expected)
@@ -63,34 +66,36 @@ def test_sample_matches_expected_events(corpus: Path, kind: str, name: str) -> N
         assert {key: event[key] for key in want} == want, f"event {index}"
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES)
-def test_prefilter_keeps_every_line_the_parser_needs(corpus: Path, kind: str, name: str) -> None:
+@pytest.mark.parametrize(("corpus_set", "kind", "name"), CASES, ids=map(case_id, CASES))
+def test_prefilter_keeps_every_line_the_parser_needs(corpus_set: str, kind: str, name: str) -> None:
     spec = KINDS[kind]
-    raw = (corpus / kind / name).read_text().splitlines()
+    raw = sample_path(corpus_set, kind, name).read_text().splitlines()
     assert spec.facts([line for line in raw if spec.might_be(line)]) == spec.facts(raw)
 
 
-@pytest.mark.parametrize(("kind", "name"), CASES)
+@pytest.mark.parametrize(("corpus_set", "kind", "name"), CASES, ids=map(case_id, CASES))
 def test_bulk_prefilter_keeps_every_line_the_parser_needs(
-    corpus: Path, kind: str, name: str
+    corpus_set: str, kind: str, name: str
 ) -> None:
     spec = KINDS[kind]
-    data = (corpus / kind / name).read_bytes()
+    data = sample_path(corpus_set, kind, name).read_bytes()
     chunks = [data[at : at + 61] for at in range(0, len(data), 61)]
     kept = list(iter_candidate_lines(chunks, spec.anchors, head_lines=spec.head_lines))
     assert spec.facts(kept) == spec.facts(data.decode().splitlines())
 
 
+@pytest.mark.parametrize("corpus_set", sorted(roots()))
 def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus_set: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every sample in one log, apart by enough other lines that its chunks are searched in
     bulk (`NeedleFinder`), cut anywhere in a line: the same as one chunk searched with
     `bytes.find`, and the lines counted as `scan_lines` counts them."""
+    root = root_path(corpus_set)
     filler = [f"[{n:6d}.000000] usb 1-4: new high-speed USB device number {n}" for n in range(900)]
     lines: list[str] = []
     for kind in sorted(KINDS):
-        for sample in sorted((corpus / kind).glob("*.txt")):
+        for sample in sorted((root / kind).glob("*.txt")):
             lines += sample.read_text().splitlines() + filler
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + "\n")
@@ -102,13 +107,16 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
     assert bulk == scan.scan_file(path, interests)
     assert bulk[0] == len(lines)
     found = bulk[1]
-    assert len(found["pcie_aer"]) >= KINDS["aer"].minimum
-    assert len(found["xid"]) >= KINDS["xid"].minimum
+    aer, xid = KINDS["aer"], KINDS["xid"]
+    shared = corpus_set == "shared"
+    assert len(found["pcie_aer"]) >= (aer.minimum if shared else aer.own_minimum)
+    assert len(found["xid"]) >= (xid.minimum if shared else xid.own_minimum)
 
 
+@pytest.mark.parametrize("corpus_set", sorted(roots()))
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_corpus_is_present_and_paired(corpus: Path, kind: str) -> None:
-    samples = sorted((corpus / kind).glob("*.txt"))
-    assert len(samples) >= KINDS[kind].minimum
-    for sample in samples:
-        assert sample.with_name(sample.stem + ".expected.json").is_file(), sample.name
+def test_corpus_is_present_and_paired(corpus_set: str, kind: str) -> None:
+    spec = KINDS[kind]
+    assert_present_and_paired(
+        corpus_set, kind, spec.minimum if corpus_set == "shared" else spec.own_minimum
+    )

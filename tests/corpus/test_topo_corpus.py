@@ -1,29 +1,34 @@
-"""Every topo sample of the shared corpus parses to exactly its annotated facts."""
+"""Every topo sample of the shared corpus and of this checkout's own (`corpus_sets`) parses to
+exactly its annotated facts."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from corpus_paths import corpus_root
+from corpus_sets import (
+    assert_present_and_paired,
+    case_id,
+    expected_path,
+    roots,
+    sample_path,
+    samples,
+)
 from sitscheck.checks.topology.parse import parse_topo
 
-# Names are read at collection time; the files are opened through the `corpus` fixture, which
-# skips every case (with its message) when the corpus is absent.
-_ROOT = corpus_root()
-_NAMES = sorted(p.name for p in (_ROOT / "topo").glob("*.txt")) if _ROOT else ["<corpus absent>"]
+# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+CASES = samples("topo")
+# the annotated sets this parser was written against
+MINIMUM = {"shared": 9, "own": 5}
 
 
-@pytest.mark.parametrize("name", _NAMES)
-def test_topo_sample_matches_expected_facts(corpus: Path, name: str) -> None:
-    sample = corpus / "topo" / name
-    expected = json.loads(sample.with_name(name[: -len(".txt")] + ".expected.json").read_text())
+@pytest.mark.parametrize(("corpus_set", "name"), CASES, ids=map(case_id, CASES))
+def test_topo_sample_matches_expected_facts(corpus_set: str, name: str) -> None:
+    sample = sample_path(corpus_set, "topo", name)
+    expected = json.loads(expected_path(sample).read_text())
     assert parse_topo(sample.read_text()).to_fact() == expected
 
 
-def test_topo_corpus_is_present_and_paired(corpus: Path) -> None:
-    samples = sorted((corpus / "topo").glob("*.txt"))
-    assert len(samples) >= 9  # the annotated set this parser was written against
-    for sample in samples:
-        assert sample.with_name(sample.stem + ".expected.json").is_file(), sample.name
+@pytest.mark.parametrize("corpus_set", sorted(roots()))
+def test_topo_corpus_is_present_and_paired(corpus_set: str) -> None:
+    assert_present_and_paired(corpus_set, "topo", MINIMUM[corpus_set])

@@ -1,12 +1,19 @@
-"""Every trt sample of the shared corpus scans to exactly its annotated facts."""
+"""Every trt sample of the shared corpus and of this checkout's own (`corpus_sets`) scans to
+exactly its annotated facts."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from corpus_paths import corpus_root
+from corpus_sets import (
+    assert_present_and_paired,
+    case_id,
+    expected_path,
+    roots,
+    sample_path,
+    samples,
+)
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 
 # facts.md "trt": the keys every annotated log object carries.
@@ -18,18 +25,16 @@ FACT_KEYS = {
     "errors",
     "warnings",
 }
+# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+CASES = samples("trt")
+# the annotated sets this scanner was written against
+MINIMUM = {"shared": 13, "own": 5}
 
-# Names are read at collection time; the files are opened through the `corpus` fixture, which
-# skips every case (with its message) when the corpus is absent.
-_ROOT = corpus_root()
-_NAMES = sorted(p.name for p in (_ROOT / "trt").glob("*.txt")) if _ROOT else ["<corpus absent>"]
 
-
-@pytest.mark.parametrize("name", _NAMES)
-def test_trt_sample_matches_expected_facts(corpus: Path, name: str) -> None:
-    sample = corpus / "trt" / name
-    expected_file = sample.with_name(name[: -len(".txt")] + ".expected.json")
-    logs = json.loads(expected_file.read_text(encoding="utf-8"))["logs"]
+@pytest.mark.parametrize(("corpus_set", "name"), CASES, ids=map(case_id, CASES))
+def test_trt_sample_matches_expected_facts(corpus_set: str, name: str) -> None:
+    sample = sample_path(corpus_set, "trt", name)
+    logs = json.loads(expected_path(sample).read_text(encoding="utf-8"))["logs"]
     assert len(logs) == 1  # one log file per sample
     expected = logs[0]
     assert set(expected) == FACT_KEYS
@@ -40,8 +45,6 @@ def test_trt_sample_matches_expected_facts(corpus: Path, name: str) -> None:
     assert fact["truncated"] is False
 
 
-def test_trt_corpus_is_present_and_paired(corpus: Path) -> None:
-    samples = sorted((corpus / "trt").glob("*.txt"))
-    assert len(samples) >= 13  # the annotated set this scanner was written against
-    for sample in samples:
-        assert sample.with_name(sample.stem + ".expected.json").is_file(), sample.name
+@pytest.mark.parametrize("corpus_set", sorted(roots()))
+def test_trt_corpus_is_present_and_paired(corpus_set: str) -> None:
+    assert_present_and_paired(corpus_set, "trt", MINIMUM[corpus_set])

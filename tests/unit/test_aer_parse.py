@@ -440,3 +440,141 @@ def test_event_is_frozen_and_fact_has_exactly_the_documented_keys() -> None:
     }
     with pytest.raises(AttributeError):
         only.severity = "fatal"  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------------------------
+# Downstream Port Containment (drivers/pci/pcie/dpc.c of each era; the corpus holds the real
+# logs of 4.x .. 6.15, these the wordings no public log in it shows)
+
+# 6.16+ ("PCI/DPC: Log Error Source ID only when valid"): one line; a trigger of ERR_FATAL /
+# ERR_NONFATAL names its source, an unmasked uncorrectable error does not.
+DPC_616 = """
+[ 100.000001] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL received from 0000:02:00.0
+[ 100.000101] pcieport 0000:00:01.0: AER: broadcast error_detected message
+[ 200.000001] pcieport 0000:00:03.0: DPC: containment event, status:0x0003, ERR_NONFATAL received from 0000:05:00.0
+[ 300.000001] pcieport 0000:00:07.0: DPC: containment event, status:0x0009: unmasked uncorrectable error detected
+[ 300.000002] pcieport 0000:00:07.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Data Link Layer, (Receiver ID)
+[ 300.000003] pcieport 0000:00:07.0:   device [8086:347a] error status/mask=00000020/00400000
+[ 300.000004] pcieport 0000:00:07.0:    [ 5] SDES                   (First)
+[ 400.000001] pcieport 0000:00:09.0: DPC: containment event, status:0x0049: RP PIO error detected
+[ 400.000002] pcieport 0000:00:09.0: DPC: rp_pio_status: 0x00000001, rp_pio_mask: 0x00030303
+"""
+
+
+def test_dpc_one_line_reports_of_6_16() -> None:
+    got = facts(DPC_616)
+    assert got == [
+        event("0000:00:01.0", "0000:02:00.0", None, "fatal", None, [], time="100.000001"),
+        event("0000:00:03.0", "0000:05:00.0", None, "nonfatal", None, [], time="200.000001"),
+        event(
+            "0000:00:07.0",
+            "0000:00:07.0",
+            "8086:347a",
+            "fatal",
+            "Data Link Layer",
+            ["SDES"],
+            time="300.000001",
+        ),
+        event("0000:00:09.0", None, None, "nonfatal", None, [], time="400.000001"),
+    ]
+    assert all(e.containment for e in parse_aer(iter_kernel_lines(DPC_616.split("\n"))))
+
+
+# 4.x: the port service device prints it, and the companion line ends "remove downstream
+# devices"; a containment line whose companion was cut takes the trigger from its status word
+# (bits 2:1, 2 = ERR_FATAL); a companion whose containment line was cut is still a report.
+DPC_OLD_AND_CUT = """
+[    9.000001] dpc 0000:00:1c.0:pcie010: DPC containment event, status:0x1f05 source:0x0200
+[    9.000002] dpc 0000:00:1c.0:pcie010: DPC ERR_FATAL detected, remove downstream devices
+[   10.000001] pcieport 0000:00:1d.0: DPC: containment event, status:0x1f05 source:0x0300
+[   11.000001] pcieport 0000:00:1e.0: DPC: ERR_NONFATAL detected
+[   12.000001] pcieport 0000:00:1f.0: DPC: containment event, status:0x1f01 source:0x0000
+"""
+
+
+def test_dpc_old_wording_cut_reports_and_the_status_word() -> None:
+    assert facts(DPC_OLD_AND_CUT) == [
+        event("0000:00:1c.0", None, None, "fatal", None, [], time="9.000001"),
+        event("0000:00:1d.0", None, None, "fatal", None, [], time="10.000001"),
+        event("0000:00:1e.0", None, None, "nonfatal", None, [], time="11.000001"),
+        event("0000:00:1f.0", None, None, "nonfatal", None, [], time="12.000001"),
+    ]
+
+
+def test_dpc_and_edr_notes_that_are_no_report() -> None:
+    text = """
+pcieport 0000:00:1c.0: DPC: error containment capabilities: Int Msg #0, RPExt+ PoisonedTLP+ SwTrigger+ RP PIO Log 4, DL_ActiveErr+
+pcieport 0000:00:1c.0: EDR: EDR event received
+pcieport 0000:00:1c.0: EDR: Reported EDR dev: 0000:00:1c.0
+pcieport 0000:00:1c.0: DPC: Data Link Layer Link Active not set in 1000 msec
+pcieport 0000:00:1c.0: pciehp: Slot(4): Link Down
+pcieport 0000:00:1c.0: AER: subordinate device reset failed
+pcieport 0000:00:1c.0: EDR: DPC port successfully recovered
+nvme 0000:34:00.0: ready 0ms after DPC
+"""
+    assert facts(text) == []
+    assert all(might_be_aer(line) for line in text.split("\n") if "DPC" in line)
+
+
+def test_corrected_aer_report_of_a_port_is_not_a_containment() -> None:
+    got = parse_aer(iter_kernel_lines(KMSG_CORRECTABLE_H100.strip("\n").splitlines()))
+    assert [e.containment for e in got] == [False]
+
+
+# Firmware-first: records the firmware reports faster than the kernel's recovery work prints
+# them; each print is the detail of the oldest record of its device not yet printed.
+GHES_TWO_THEN_PRINTS = """
+[   77.571315] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1
+[   77.571418] {1}[Hardware Error]: event severity: recoverable
+[   77.571459] {1}[Hardware Error]:  Error 0, type: recoverable
+[   77.571500] {1}[Hardware Error]:   section_type: PCIe error
+[   77.571661] {1}[Hardware Error]:   device_id: 0000:c9:02.0
+[   77.571773] {1}[Hardware Error]:   vendor_id: 0x8086, device_id: 0x347a
+[   77.691273] {2}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1
+[   77.691738] {2}[Hardware Error]: event severity: recoverable
+[   77.691971] {2}[Hardware Error]:  Error 0, type: recoverable
+[   77.692192] {2}[Hardware Error]:   section_type: PCIe error
+[   77.693032] {2}[Hardware Error]:   device_id: 0000:c9:02.0
+[   77.693641] {2}[Hardware Error]:   vendor_id: 0x8086, device_id: 0x347a
+[   77.719216] pcieport 0000:c9:02.0: AER: aer_status: 0x00200000, aer_mask: 0x00100020
+[   77.719390] pcieport 0000:c9:02.0:    [21] ACSViol                (First)
+[   77.719557] pcieport 0000:c9:02.0: AER: aer_layer=Transaction Layer, aer_agent=Receiver ID
+[   77.719600] pcieport 0000:c9:02.0: AER: aer_status: 0x00004000, aer_mask: 0x00100020
+[   77.719601] pcieport 0000:c9:02.0:    [14] CmpltTO                (First)
+[   77.719602] pcieport 0000:c9:02.0: AER: aer_layer=Transaction Layer, aer_agent=Requester ID
+"""
+
+
+def test_firmware_first_prints_join_their_records_in_order() -> None:
+    assert facts(GHES_TWO_THEN_PRINTS) == [
+        event(
+            None,
+            "0000:c9:02.0",
+            "8086:347a",
+            "nonfatal",
+            "Transaction Layer",
+            ["ACSViol"],
+            time="77.571315",
+        ),
+        event(
+            None,
+            "0000:c9:02.0",
+            "8086:347a",
+            "nonfatal",
+            "Transaction Layer",
+            ["CmpltTO"],
+            time="77.691273",
+        ),
+    ]
+
+
+def test_the_check_declares_the_parsers_anchors() -> None:
+    # the one kernel-log pass finds the lines by the check's declaration (loaded without the
+    # parser); the parser's own AER_ANCHORS / HEAD_LINES must say the same
+    from sitscheck.checks.pcie_aer.check import PcieAerCheck
+    from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES
+
+    interest = PcieAerCheck.kernel_log
+    assert interest is not None
+    assert tuple(interest.anchors) == AER_ANCHORS
+    assert interest.head_lines == HEAD_LINES

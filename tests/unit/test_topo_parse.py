@@ -313,6 +313,71 @@ def test_table_after_preamble_and_legend_text_after() -> None:
     assert len(parse_topo(text + LEGEND + "\ntrailing words GPU0 X\n").links) == 2
 
 
+def test_old_soc_kind_is_a_link_kind_and_splits_when_run_together() -> None:
+    # Drivers before 2017 named the SMP-link path SOC (later SYS).
+    text = "\tGPU0\tGPU1\tGPU2\tCPU Affinity\nGPU0\t X \tSOCSOC\t0-7\nGPU1\tSOC\t X \tPIX\t8-15\n"
+    kinds = _kinds(parse_topo(text))
+    assert kinds["GPU0", "GPU1"] == kinds["GPU0", "GPU2"] == kinds["GPU1", "GPU0"] == "SOC"
+    assert kinds["GPU1", "GPU2"] == "PIX"
+
+
+def test_header_whose_names_and_affinity_units_ran_together() -> None:
+    # A 570 driver's underlined header copied without its tabs (tests/corpus/topo/002).
+    text = (
+        "GPU0GPU1NIC0CPU AffinityNUMA AffinityGPU NUMA ID   \n"
+        "GPU0     X     SYS    PHB    0-13,28-41    0        N/A\n"
+        "GPU1    SYS     X     SYS    14-27,42-55    1        N/A\n"
+        "NIC0    PHB    SYS     X \n"
+    )
+    matrix = parse_topo(text)
+    assert (matrix.gpus, matrix.nics) == (("GPU0", "GPU1"), ("NIC0",))
+    assert matrix.affinity["GPU1"] == Affinity("14-27,42-55", "1", "N/A")
+    assert _kinds(matrix)["NIC0", "GPU1"] == "SYS"
+
+
+# An affinity column that printed nothing: the recorded 2×H200 (driver 580) table and the 8×4090
+# one of tests/corpus (topo/011, shared), each with the CPU Affinity of GPUs outside the
+# container's cpuset left empty the way nvidia-smi prints an empty field (its tabs kept).
+H200 = Path(__file__).resolve().parents[1] / "bundles/h200x2-idle-v1/nvidia-smi-topo-m.txt"
+
+
+def _h200_without_gpu1_cpus() -> str:
+    text = H200.read_text()
+    assert "GPU1\tNV18\t X \t0-31\t0\t\tN/A" in text
+    return text.replace("GPU1\tNV18\t X \t0-31\t0\t\tN/A", "GPU1\tNV18\t X \t\t0\t\tN/A")
+
+
+@pytest.mark.parametrize("expand", [False, True], ids=["tabs", "tabs-expanded"])
+def test_empty_affinity_cell_is_empty_not_a_shift(expand: bool) -> None:
+    text = _h200_without_gpu1_cpus()
+    matrix = parse_topo(text.expandtabs(8) if expand else text)
+    assert matrix.affinity["GPU0"] == Affinity("0-31", "0", "N/A")
+    assert matrix.affinity["GPU1"] == Affinity("", "0", "N/A")
+
+
+@pytest.mark.parametrize("expand", [False, True], ids=["tabs", "tabs-expanded"])
+def test_empty_affinity_cells_after_long_values(expand: bool) -> None:
+    header = "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    rows = [
+        "GPU0\t X \tSYS\tSYS\tSYS\tSYS\t0-55,112-167\t0\t\tN/A",
+        "GPU1\tSYS\t X \tSYS\tSYS\tSYS\t0-55,112-167\t0\t\tN/A",
+        "GPU2\tSYS\tSYS\t X \tSYS\tPHB\t\t1\t\tN/A",
+        "GPU3\tSYS\tSYS\tSYS\t X \tSYS\t\t1\t\tN/A",
+        "NIC0\tSYS\tSYS\tPHB\tSYS\t X ",
+    ]
+    text = header + "\n".join(rows) + "\n"
+    matrix = parse_topo(text.expandtabs(8) if expand else text)
+    assert matrix.affinity["GPU1"] == Affinity("0-55,112-167", "0", "N/A")
+    assert matrix.affinity["GPU2"] == matrix.affinity["GPU3"] == Affinity("", "1", "N/A")
+    assert _kinds(matrix)["GPU2", "NIC0"] == "PHB"
+
+
+def test_short_affinity_row_without_a_layout_to_read_it_by_is_left_as_printed() -> None:
+    # no full GPU row, and a header that does not sit where the rows do (its indent lost)
+    text = "GPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0\n"
+    assert parse_topo(text).affinity["GPU0"] == Affinity("0", None, None)
+
+
 def test_run_together_header_names_are_split() -> None:
     text = "\tGPU0\tGPU1NIC0\tCPU Affinity\nGPU0\t X \tNV1\tPIX\t0-1\n"
     matrix = parse_topo(text)
@@ -368,7 +433,7 @@ def test_nvlink_count(kind: str, count: int | None) -> None:
     assert nvlink_count(kind) == count
 
 
-@pytest.mark.parametrize("kind", ["PIX", "PXB", "PHB", "NODE", "SYS"])
+@pytest.mark.parametrize("kind", ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"])
 def test_pcie_kinds(kind: str) -> None:
     assert is_pcie_kind(kind)
 

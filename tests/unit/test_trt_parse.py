@@ -642,3 +642,113 @@ def test_negative_cap_is_refused() -> None:
 
 def test_a_whole_text_is_read_as_its_lines() -> None:
     assert scan_trt_log(SEED, "build.log") == scan(SEED)
+
+
+# --------------------------------------------------------------------------- logs as shipped
+
+# The two errors of an incompatible engine (tests/corpus/trt/001, a docker-compose log) as each
+# shipper prints a line: the prefix is stripped like a timestamp and both errors are found.
+ERRORS = (
+    "[05/02/2022-15:17:45] [TRT] [E] 6: The engine plan file is not compatible with this version "
+    "of TensorRT, expecting library version 8.2.3 got 8.2.1, please rebuild.",
+    "[05/02/2022-15:17:45] [TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: "
+    "Internal Error (Engine deserialization failed.)",
+)
+SHIPPERS = {
+    "docker-compose v1": "face_1  | ",
+    "docker compose v2": "face-1  | ",
+    "kubectl logs --prefix": "[pod/face-7d9f8c6b5-x2x7q/face] ",
+    "kubectl logs --prefix --timestamps": "[pod/face-0/face] 2022-05-02T15:17:45.123456789Z ",
+    "docker logs -t": "2022-05-02T15:17:45.123456789Z ",
+    "talosctl logs": "10.5.0.3: ",
+    "journalctl": "May 02 15:17:45 gpu-node-3 python3[20817]: ",
+    "journalctl --no-hostname": "May  2 15:17:45 python3[20817]: ",
+    "journalctl -o short-iso": "2022-05-02T15:17:45+0000 gpu-node-3 python3[20817]: ",
+    "torchrun": "[rank0]: ",
+    "compose then torchrun": "trainer_1  | [rank3]:",
+}
+
+
+@pytest.mark.parametrize("prefix", list(SHIPPERS.values()), ids=list(SHIPPERS))
+def test_shipper_prefixes_are_stripped_like_timestamps(prefix: str) -> None:
+    traceback = ["Traceback (most recent call last):", '  File "app.py", line 8, in <module>']
+    log = scan("\n".join(prefix + line for line in [*ERRORS, *traceback]))
+    assert log.errors == (
+        ERRORS[0].split("[E] ", 1)[1],
+        ERRORS[1].split("[E] ", 1)[1],
+    )
+    assert log.warnings == 0
+
+
+def test_a_pipe_inside_a_message_is_no_shipper_prefix() -> None:
+    log = scan("[W] [TRT] Output tensor: name | shape mismatch for layer a | b")
+    assert log.warnings == 1
+
+
+# --------------------------------------------------------------------------- other programs
+
+OTHER_PROGRAMS = """\
+[07/26/2022-19:22:49] [TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error (Engine deserialization failed.)
+Traceback (most recent call last):
+  File "infer.py", line 12, in <module>
+    context = engine.create_execution_context()
+AttributeError: 'NoneType' object has no attribute 'create_execution_context'
+/usr/lib/python3/dist-packages/torch/cuda/__init__.py:61: FutureWarning: The pynvml package is deprecated.
+  import pynvml  # type: ignore[import]
+INFO:root:Custom model option was provided. Switching to single model mode.
+WARNING:root:No module named 'cupy'
+WARNING 05-21 10:00:01 [config.py:1234] Casting torch.bfloat16 to torch.float16.
+(VllmWorker rank=0 pid=4242) ERROR 05-21 10:00:02 [multiproc_executor.py:470] WorkerProc hit an exception.
+root@aaa413f5860f:/app# python infer.py
+[07/26/2022-19:22:50] [TRT] [W] Using default stream in enqueueV3() may lead to performance issues.
+"""  # noqa: E501
+
+
+def test_other_programs_lines_are_no_warnings_no_errors_and_join_no_message() -> None:
+    log = scan(OTHER_PROGRAMS)
+    assert log.errors == (
+        "4: [runtime.cpp::deserializeCudaEngine::50] Error Code 4: Internal Error (Engine "
+        "deserialization failed.)",
+    )
+    assert log.warnings == 1
+    assert log.fallbacks == ()
+
+
+def test_a_trt_message_continued_by_untagged_lines_still_is() -> None:
+    # (shared corpus trt/003: the advice line of a skipped tactic has no prefix)
+    log = scan(
+        "[W] [TRT] Skipping tactic 3 due to insufficient memory on requested size of 9385 "
+        "detected for tactic 0x000000000000001a.\n"
+        "Try decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().\n"
+        "[E] Error[2]: [builder.cpp::buildSerializedNetwork::609] Error Code 2: Internal Error\n"
+        "Please check the log above.\n"
+    )
+    assert log.warnings == 1 and len(log.fallbacks) == 1
+    assert log.errors == (
+        "Error[2]: [builder.cpp::buildSerializedNetwork::609] Error Code 2: Internal Error\n"
+        "Please check the log above.",
+    )
+
+
+# --------------------------------------------------------------------------- DLA wordings
+
+
+DLA_WORDINGS = """\
+WARNING: [TRT]: DLA supports only 8 subgraphs per DLA core. Switching to GPU for layer conv_6
+[W] [TRT] Layer '/model.0/conv/Conv' (CONVOLUTION): Unsupported on DLA. Switching this layer's device type to GPU.
+[W] [TRT] Validation failed for DLA layer: /model.2/Concat. Switching to GPU fallback.
+[W] [TRT] setDefaultDeviceType was called but no layer in the network can run on DLA.
+[W] [TRT] DLA only supports FP16 and Int8 precision type.
+[W] [TRT] Splitting DLA subgraph at: /model.9/Resize because DLA validation failed for this layer.
+"""  # noqa: E501
+
+
+def test_every_dla_wording_that_moves_a_layer_to_the_gpu_is_a_fallback() -> None:
+    log = scan(DLA_WORDINGS)
+    assert [f.layer for f in log.fallbacks] == [
+        "conv_6",
+        "/model.0/conv/Conv",
+        "/model.2/Concat",
+        None,
+    ]
+    assert log.warnings == 6
