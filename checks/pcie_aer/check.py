@@ -12,6 +12,19 @@ from sitscheck.contract import (
 )
 from sitscheck.status import Layer
 
+KERNEL_LOG = KernelLogInterest(
+    # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them,
+    # and DPC containments (no "AER" before their details)
+    anchors=(
+        Anchor(b"AER", after=48),
+        Anchor(b"[Hardware Error]", after=48),
+        Anchor(b"DPC", after=48),
+    ),
+    handler="sitscheck.checks.pcie_aer.parse:AerLines",
+    wants="sitscheck.checks.pcie_aer.parse:might_be_aer",
+    head_lines=48,
+)
+
 
 class PcieAerCheck(LazyCheck):
     name = "pcie_aer"
@@ -43,16 +56,5 @@ class PcieAerCheck(LazyCheck):
         kernel_log=True,
         sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
     )
-    kernel_log = KernelLogInterest(
-        # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them,
-        # and DPC containments (no "AER" before their details); parse.AER_ANCHORS, the same
-        anchors=(
-            Anchor(b"AER", after=48),
-            Anchor(b"[Hardware Error]", after=48),
-            Anchor(b"DPC", after=48),
-        ),
-        handler="sitscheck.checks.pcie_aer.parse:AerLines",
-        wants="sitscheck.checks.pcie_aer.parse:might_be_aer",
-        head_lines=48,
-    )
+    kernel_log = KERNEL_LOG
     impl = "sitscheck.checks.pcie_aer.impl:PcieAerImpl"

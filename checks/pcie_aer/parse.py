@@ -35,6 +35,8 @@ from typing import ClassVar, Literal
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
+from .check import KERNEL_LOG
+
 __all__ = [
     "AER_ANCHORS",
     "CORRECTABLE_BITS",
@@ -171,12 +173,9 @@ _MAX_REMEMBERED = 4096  # distinct line bodies remembered per parse (`_AerState.
 # before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
 # neither word follow within a few lines. A detail block whose header lies before the start of
 # the log is kept by `head_lines=HEAD_LINES`.
-AER_ANCHORS: tuple[Anchor, ...] = (
-    Anchor(b"AER", after=48),
-    Anchor(b"[Hardware Error]", after=48),
-    Anchor(b"DPC", after=48),  # a containment report has no "AER" before its details
-)
-HEAD_LINES = 48
+# The check declares them (its `KernelLogInterest`); the parser's tests read them from here.
+AER_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors
+HEAD_LINES = KERNEL_LOG.head_lines
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,12 @@ from sitscheck.contract import (
 )
 from sitscheck.status import Layer
 
+KERNEL_LOG = KernelLogInterest(
+    anchors=(Anchor(b"Xid"), Anchor(b"NVRM")),
+    handler="sitscheck.checks.xid.parse:XidLines",
+    wants="sitscheck.checks.xid.parse:might_be_xid",
+)
+
 
 class XidCheck(LazyCheck):
     name = "xid"
@@ -29,9 +35,5 @@ class XidCheck(LazyCheck):
         summary="kernel log (/dev/kmsg, dmesg, journalctl -k or a file): NVRM Xid / SXid lines",
         kernel_log=True,
     )
-    kernel_log = KernelLogInterest(
-        anchors=(Anchor(b"Xid"), Anchor(b"NVRM")),
-        handler="sitscheck.checks.xid.parse:XidLines",
-        wants="sitscheck.checks.xid.parse:might_be_xid",
-    )
+    kernel_log = KERNEL_LOG
     impl = "sitscheck.checks.xid.impl:XidImpl"

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
+from .check import KERNEL_LOG
+
 __all__ = ["XID_ANCHORS", "XidEvent", "XidLines", "might_be_xid", "parse_xid"]
 
 _ADDR = r"[0-9a-fA-F]{1,8}(?::[0-9a-fA-F]{1,4}){1,2}(?:\.[0-7])?"
@@ -55,7 +57,7 @@ _UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
 
 # For `iter_candidate_lines`: Xid and SXid lines, and every NVRM line (fallen-off messages,
 # the lines of the three-line one, GSP dumps).
-XID_ANCHORS: tuple[Anchor, ...] = (Anchor(b"Xid"), Anchor(b"NVRM"))
+XID_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors  # as the check declares them
 
 
 @dataclass(frozen=True, slots=True)
