@@ -36,3 +36,19 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
     yield make
     for folder in made:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# Suites kept for `.ci/run` (the README's test command leaves them out with `-m "not slow"`):
+# coverage-guided and mutation fuzzing, the plugin installed into a fresh venv, a real Slurm
+# cluster, and the streams of tens of megabytes to gigabytes that prove memory stays bounded.
+SLOW_PATHS = ("fuzz/", "plugins/", "packaging/test_packaging_slurm_real.py")
+SLOW_NAMES = ("gigabyte", "megabyte")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        where = Path(str(item.fspath)).resolve()
+        relative = str(where.relative_to(tests)) if where.is_relative_to(tests) else ""
+        if relative.startswith(SLOW_PATHS) or any(n in item.name for n in SLOW_NAMES):
+            item.add_marker(pytest.mark.slow)
