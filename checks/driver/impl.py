@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
-from sitscheck.gpu_view import group_notes
+from sitscheck.gpu.notes import group_notes
 from sitscheck.models import Evidence, Finding, Metric, Severity
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import parse_query_csv

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
+from sitscheck.gpu.judging import judge_each
+from sitscheck.gpu.readings import number, sample_values, stats
+from sitscheck.gpu.view import GpuFleet, GpuView
 from sitscheck.models import Evidence, Finding, Severity
 from sitscheck.sysfs_vanished import vanished_finding
 

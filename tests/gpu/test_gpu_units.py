@@ -17,8 +17,10 @@ from sitscheck.checks.nvlink.judge import judge as judge_nvlink
 from sitscheck.checks.pcie_link.impl import read_chain
 from sitscheck.checks.pcie_link.judge import judge as judge_pcie
 from sitscheck.checks.pcie_link.links import parse_gen, parse_width
-from sitscheck.gpu_view import from_smi, group_notes, stats
-from sitscheck.gpu_view import from_snapshot as fleet_from_snapshot
+from sitscheck.gpu.fleet import from_snapshot as fleet_from_snapshot
+from sitscheck.gpu.from_csv import from_smi
+from sitscheck.gpu.notes import group_notes
+from sitscheck.gpu.readings import stats
 from sitscheck.models import Severity
 from sitscheck.smi.query_csv import parse_query_csv
 from sitscheck.sources.files import FileTree
