@@ -38,7 +38,9 @@ class GpuViewFacts(GpuRefFacts):
     `lost` is set (true) on a GPU the driver lost, whose other facts are then absent."""
 
     uuid: str | None
-    source: str
+    source: str  # where the GPU's identity (and every value not in `sources`) came from
+    # values another source gave (record path, or "samples" → nvml, nvidia-smi, nvidia-smi -q)
+    sources: dict[str, str] | None = None
     lost: bool | None = None
 
 
@@ -46,8 +48,8 @@ class FleetFacts(FactsModel):
     """A GPU check's facts (`gpu.judging.judge_each`): where the GPU views came from; the check's
     model adds `gpus`, one record (a `GpuViewFacts`) per GPU."""
 
-    source: str  # "nvml" or "nvidia-smi"
-    ref: str  # the snapshot or the nvidia-smi file read
+    source: str  # "nvml", "nvidia-smi" (CSV/dmon), "nvidia-smi -q" or "nvidia-smi -L": the first
+    ref: str  # every output read, joined by " + "
 
 
 class KernelLogFacts(FactsModel):

@@ -8,9 +8,10 @@ from typing import Any
 
 from ..smi.dmon import DmonRow, parse_dmon
 from ..smi.query_csv import QueryCsv, field_value, parse_query_csv_result
-from ..smi.values import SmiErrorKind, SmiParseError, Value, ValueKind, absent
+from ..smi.values import SmiParseError, Value, ValueKind, absent
 from ..sources.nvml_record import normalise_bus_id
 from .calls import SMI
+from .records import is_lost_line, lost_record, new_record, put, reading
 from .view import GpuFleet, GpuView
 
 # nvidia-smi --query-gpu fields -> where the snapshot keeps them.
@@ -70,26 +71,6 @@ _DMON_SAMPLE: tuple[tuple[tuple[str, ...], str, float, str], ...] = (
     (("txpci",), "pcie_tx_kbps", 1000.0, "pcie.tx"),
     (("rxpci",), "pcie_rx_kbps", 1000.0, "pcie.rx"),
 )
-SAMPLE_KEYS: Mapping[str, str] = {
-    "util_gpu": "utilization",
-    "util_mem": "utilization",
-    "power_w": "power.draw",
-    "sm_clock_mhz": "clocks.sm",
-    "mem_clock_mhz": "clocks.mem",
-    "temp_c": "temperature.gpu",
-    "mem_temp_c": "temperature.memory",
-    "clock_event_reasons": "clock_event_reasons",
-    "pcie_tx_kbps": "pcie.tx",
-    "pcie_rx_kbps": "pcie.rx",
-}
-_STATE_OF_KIND: Mapping[ValueKind, str] = {
-    ValueKind.NOT_SUPPORTED: "not_supported",
-    ValueKind.NOT_AVAILABLE: "not_available",
-    ValueKind.EMPTY: "not_available",
-    ValueKind.ABSENT: "not_queried",
-    ValueKind.ERROR: "error",
-    ValueKind.LOST: "gpu_lost",
-}
 
 
 def from_smi(
@@ -103,6 +84,7 @@ def from_smi(
     issues = list(problems)
     records: dict[int, dict[str, Any]] = {}
     refs: list[str] = []
+    driver: str | None = None
     if query_text is not None:
         try:
             parsed = parse_query_csv_result(query_text)
@@ -110,7 +92,7 @@ def from_smi(
             issues.append(f"{query_ref}: {exc}")
         else:
             refs.append(query_ref)
-            _records_from_csv(parsed, query_ref, records, issues)
+            driver = _records_from_csv(parsed, query_ref, records, issues)
     if dmon_text is not None:
         try:
             rows = parse_dmon(dmon_text)
@@ -121,34 +103,32 @@ def from_smi(
             _add_dmon(rows, records, issues, dmon_ref)
     ref = " + ".join(refs) or query_ref
     gpus = tuple(GpuView(i, records[i], SMI, ref) for i in sorted(records))
-    return GpuFleet(gpus, SMI, ref, tuple(issues))
-
-
-def _new_record(index: int) -> dict[str, Any]:
-    return {"index": index, "unavailable": {}, "failures": {}, "samples": []}
+    return GpuFleet(gpus, SMI, ref, tuple(issues), driver_version=driver)
 
 
 def _records_from_csv(
     parsed: QueryCsv, ref: str, records: dict[int, dict[str, Any]], issues: list[str]
-) -> None:
+) -> str | None:
+    """Fill `records` from the CSV rows; the driver version the rows print, if any."""
     fields = {f.lower() for f in parsed.fields}
+    versions = [_cell(row, "driver_version").as_text() for row in parsed.rows]
     for position, row in enumerate(parsed.rows):
         index_value = row.get("index")
         listed = index_value.as_int() if index_value is not None else None
         index = position if listed is None else listed
-        record = records.setdefault(index, _new_record(index))
+        record = records.setdefault(index, new_record(index))
         _csv_identity(row, record)
         for name, path, key in _CSV_INVENTORY:
             key = key or ".".join(path)
-            _put(record, path, key, _cell(row, name), name, flag=name in _CSV_FLAGS)
+            put(record, path, key, _cell(row, name), name, flag=name in _CSV_FLAGS)
         mode = _cell(row, "ecc.mode.current")
-        _put(record, ("ecc", "mode_enabled"), "ecc.mode", mode, "ecc.mode.current", flag=True)
+        put(record, ("ecc", "mode_enabled"), "ecc.mode", mode, "ecc.mode.current", flag=True)
         limit_name = next((n for n in _CSV_POWER_LIMITS if n in fields), _CSV_POWER_LIMITS[0])
         limit = _cell(row, limit_name)
-        _put(record, ("power", "enforced_limit_w"), "power.limit", limit, limit_name)
+        put(record, ("power", "enforced_limit_w"), "power.limit", limit, limit_name)
         sample: dict[str, Any] = {"t": 0.0, "source": ref}
         for name, key_in_sample, key in _CSV_SAMPLE:
-            sample[key_in_sample] = _reading(
+            sample[key_in_sample] = reading(
                 record, key, _cell(row, name), name, bitmask=key == "clock_event_reasons"
             )
         record["samples"].append(sample)
@@ -157,24 +137,47 @@ def _records_from_csv(
                 record["lost"] = {"state": "gpu_lost", "detail": f"{ref}: {cell_value.raw}"}
                 break
     for error in parsed.errors:
-        if error.kind not in (SmiErrorKind.GPU_LOST, SmiErrorKind.DEVICE_HANDLE):
+        if not is_lost_line(error):
             issues.append(f"{ref}: {error.message}")
             continue
         if error.gpu_index is None:
             issues.append(f"{ref}: a GPU without a row: {error.message}")
             continue
-        record = records.setdefault(error.gpu_index, _new_record(error.gpu_index))
-        record["pci_bus_id"] = normalise_bus_id(error.bus_id)
-        state = "gpu_lost" if error.kind is SmiErrorKind.GPU_LOST else "error"
-        record["lost"] = {"state": state, "detail": f"{ref}: {error.message}"}
+        record = records.setdefault(error.gpu_index, new_record(error.gpu_index))
+        lost = lost_record(error.gpu_index, error, f"{ref}: {error.message}")
+        record["pci_bus_id"] = lost.get("pci_bus_id")
+        record["lost"] = lost["lost"]
+    return next((v for v in versions if v), None)
+
+
+# CSV fields -> identity keys of the record (text as printed, bus id normalised).
+_CSV_IDENTITY = (
+    ("name", "name"),
+    ("uuid", "uuid"),
+    ("pci.bus_id", "pci_bus_id"),
+    ("serial", "serial"),
+    ("vbios_version", "vbios"),
+    ("inforom.img", "inforom_image"),
+    ("gpu_recovery_action", "recovery_action"),
+)
 
 
 def _csv_identity(row: Mapping[str, Value], record: dict[str, Any]) -> None:
-    for field_name, key in (("name", "name"), ("uuid", "uuid"), ("pci.bus_id", "pci_bus_id")):
-        value = row.get(field_name)
-        text = value.as_text() if value is not None else None
-        if text:
-            record[key] = normalise_bus_id(text) if key == "pci_bus_id" else text
+    for field_name, key in _CSV_IDENTITY:
+        text = _cell(row, field_name).as_text()
+        if not text:
+            continue
+        if key == "pci_bus_id":
+            record[key] = normalise_bus_id(text)
+        elif key == "recovery_action":
+            record[key] = "_".join(text.lower().split())
+        else:
+            record[key] = text
+    device = _cell(row, "pci.device_id")
+    if device.kind is ValueKind.HEX and isinstance(device.number, int):
+        record["pci_device_id"] = f"{device.number:08x}"
+    put(record, ("persistence_mode",), "persistence_mode", _cell(row, "persistence_mode"),
+        "persistence_mode", flag=True)  # fmt: skip
 
 
 def _cell(row: Mapping[str, Value], name: str) -> Value:
@@ -182,53 +185,6 @@ def _cell(row: Mapping[str, Value], name: str) -> Value:
         return field_value(row, name)
     except KeyError:
         return absent()
-
-
-def _reading(
-    record: dict[str, Any],
-    key: str,
-    value: Value,
-    field_name: str,
-    *,
-    flag: bool = False,
-    bitmask: bool = False,
-) -> Any:
-    """The value as the snapshot would hold it; a missing one is noted under `key`."""
-    if value.is_missing:
-        state = _STATE_OF_KIND.get(value.kind, "not_available")
-        record["unavailable"].setdefault(key, state)
-        if value.is_fault:
-            record["failures"].setdefault(key, f"nvidia-smi {field_name}: {value.raw}")
-        return None
-    try:
-        if flag:
-            return value.as_bool()
-        if bitmask:
-            return value.as_bitmask()
-        value.as_float()
-    except SmiParseError:
-        record["unavailable"].setdefault(key, "error")
-        record["failures"].setdefault(
-            key, f"nvidia-smi {field_name}: unreadable value {value.raw!r}"
-        )
-        return None
-    return value.number
-
-
-def _put(
-    record: dict[str, Any],
-    path: tuple[str, ...],
-    key: str,
-    value: Value,
-    field_name: str,
-    flag: bool = False,
-) -> None:
-    reading = _reading(record, key, value, field_name, flag=flag)
-    node = record
-    for part in path[:-1]:
-        node = node.setdefault(part, {})
-    if reading is not None or path[-1] not in node:
-        node[path[-1]] = reading
 
 
 def _add_dmon(
@@ -240,16 +196,16 @@ def _add_dmon(
         if row.gpu is None:
             issues.append(f"{ref}:{row.line}: GPU {row.gpu_id!r} is not an index")
             continue
-        record = records.setdefault(row.gpu, _new_record(row.gpu))
+        record = records.setdefault(row.gpu, new_record(row.gpu))
         sample: dict[str, Any] = {"t": None, "source": ref}
         for columns, name, scale, key in _DMON_SAMPLE:
             value = next((v for c in columns if (v := row.get(c)) is not None), None)
             if value is None:
                 continue
-            reading = _reading(record, key, value, f"dmon {columns[0]}")
-            sample[name] = None if reading is None else round(float(reading) * scale, 3)
+            found = reading(record, key, value, f"dmon {columns[0]}")
+            sample[name] = None if found is None else round(float(found) * scale, 3)
         replay = row.get("pci")
         if replay is not None:
-            count = _reading(record, "pcie.replay", replay, "dmon pci")
+            count = reading(record, "pcie.replay", replay, "dmon pci")
             record.setdefault("pcie", {}).setdefault("replay_counter_start", count)
         record["samples"].append(sample)

@@ -51,6 +51,8 @@ def collect_with(sources: Sources, judge: Callable[[GpuFleet], CheckOutput]) -> 
     fleet = load(sources)
     if isinstance(fleet, str):
         return CheckOutput(error=fleet)
+    if not fleet.has_readings:
+        return CheckOutput(error=fleet.no_readings())
     return judge(fleet)
 
 

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import Device, Evidence, Metric
-from .calls import FAULT_STATES, MIN_RATE_WINDOW_S, NVML, NVML_CALLS, SMI
+from .calls import (
+    FAULT_STATES,
+    IDENTITY_ONLY,
+    KEY_PATHS,
+    MIN_RATE_WINDOW_S,
+    NVML,
+    NVML_CALLS,
+    source_name,
+)
+from .records import SAMPLE_KEYS
 
 _STATE_WORDS: Mapping[str, str] = {
     "not_supported": "not supported by this GPU or driver",
@@ -26,17 +35,25 @@ _STATE_WORDS: Mapping[str, str] = {
     "timeout": "the read overran its deadline",
     "gpu_lost": "the GPU is lost",
     "reset_required": "the GPU needs a reset",
+    "relative_only": "printed only relative to T.Limit (nvidia-smi -q, 550+): no absolute value",
+    "one_reading": (
+        "one reading only (its growth or rate needs the counter read at both ends of a "
+        "sampling window: NVML)"
+    ),
 }
 
 
 @dataclass(frozen=True)
 class GpuView:
-    """One GPU's record in snapshot shape, and where it came from."""
+    """One GPU's record in snapshot shape, and where it came from: `source` gave its identity
+    (and every value the record's `sources` map does not name another source for); `refs`
+    holds the reference of each source that contributed (fusion)."""
 
     index: int
     data: Mapping[str, Any]
     source: str
     ref: str
+    refs: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def pci_bus_id(self) -> str | None:
@@ -118,7 +135,26 @@ class GpuView:
             "name": self.name,
             "uuid": self.uuid,
             "source": self.source,
+            **({"sources": dict(self.sources)} if self.sources else {}),
         }
+
+    @property
+    def sources(self) -> Mapping[str, str]:
+        """The values (record paths, `samples` for the samples) that came from a source other
+        than `source`, each with its source."""
+        value = self.data.get("sources")
+        return value if isinstance(value, dict) else {}
+
+    def source_of(self, key: str) -> str:
+        """The source of the reading under an unavailable key or record path."""
+        path = KEY_PATHS.get(key, key)
+        if key in SAMPLE_KEYS.values():
+            path = "samples"
+        named = [k for k in self.sources if path == k or path.startswith(k + ".")]
+        return self.sources[max(named, key=len)] if named else self.source
+
+    def ref_of(self, source: str) -> str:
+        return self.refs.get(source, self.ref)
 
     def device(self) -> Device:
         return Device(index=self.index, pci_bus_id=self.pci_bus_id, name=self.name)
@@ -148,23 +184,74 @@ class GpuView:
             return _STATE_WORDS.get(str(self.lost.get("state")), "the GPU is lost")
         state = self.state(key)
         if state is None:
-            return "not in the evidence" if self.source == SMI else "not recorded"
+            return "not in the evidence" if self.source != NVML else "not recorded"
         return _STATE_WORDS.get(state, state)
 
     def evidence(self, key: str, excerpt: str | None = None) -> Evidence:
-        if self.source == NVML:
+        """Where the reading under `key` came from: the NVML call, else the output and key."""
+        source = self.source_of(key)
+        if source == NVML:
             return Evidence(source=NVML, ref=NVML_CALLS.get(key, key), excerpt=excerpt)
-        return Evidence(source=SMI, ref=f"{self.ref} ({key})", excerpt=excerpt)
+        return Evidence(source=source, ref=f"{self.ref_of(source)} ({key})", excerpt=excerpt)
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """Two sources giving different values of one thing that cannot differ between readings
+    (identity, firmware, limits, modes), or a GPU one source lists and another does not."""
+
+    what: str  # the record path or node-wide name ("vbios", "pcie.width_max", "driver_version")
+    index: int | None  # the GPU's, None for a node-wide value
+    pci_bus_id: str | None
+    first: tuple[str, str, Any]  # (source, ref, value)
+    second: tuple[str, str, Any]
+
+    def device(self) -> Device | None:
+        if self.index is None:
+            return None
+        return Device(index=self.index, pci_bus_id=self.pci_bus_id)
+
+    def message(self) -> str:
+        (a, a_ref, a_value), (b, b_ref, b_value) = self.first, self.second
+        who = f"GPU {self.index}: " if self.index is not None else ""
+        return (
+            f"{who}{self.what} differs between sources: {source_name(a)} ({a_ref}) reads "
+            f"{a_value!r}, {source_name(b)} ({b_ref}) reads {b_value!r}"
+        )
 
 
 @dataclass(frozen=True)
 class GpuFleet:
-    """Every GPU's view, the form they came in, and what could not be read at all."""
+    """Every GPU's view, the form they came in, and what could not be read at all.
+
+    `indexed`: the GPUs' indices are the driver's (NVML, nvidia-smi's index), not printed
+    order; `complete`: the evidence lists every GPU the driver has (not `-q -i N`);
+    `attached`: the count the output states, where it does. A fused fleet (`fusion.merge`) has
+    the `sources` that contributed, their `refs` and the `disagreements` between them."""
 
     gpus: tuple[GpuView, ...]
     source: str
     ref: str
     problems: tuple[str, ...] = field(default_factory=tuple)
+    indexed: bool = True
+    complete: bool = True
+    attached: int | None = None
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None
+    sources: tuple[str, ...] = field(default_factory=tuple)
+    refs: Mapping[str, str] = field(default_factory=dict)
+    disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
+    listed: Mapping[str, int] = field(default_factory=dict)
+    missing: tuple[str, ...] = field(default_factory=tuple)  # why absent outputs are absent
+
+    @property
+    def has_readings(self) -> bool:
+        """Whether any source gave readings (not only identities: `nvidia-smi -L`, sysfs)."""
+        return any(s not in IDENTITY_ONLY for s in self.sources or (self.source,))
+
+    def no_readings(self) -> str:
+        """Why the GPU checks have nothing to judge (for their UNKNOWN)."""
+        return "no GPU readings: " + "; ".join([*self.problems, *self.missing])
 
     def faults(self, prefixes: Sequence[str]) -> list[str]:
         """Failed reads (state error/timeout) under the given keys, each naming its call."""
