@@ -47,7 +47,7 @@ def matches(profile: dict[str, Any], gpu: dict[str, Any]) -> bool:
 
 
 def _answers(gpu: dict[str, Any]) -> bool:
-    return gpu.get("state", "ok") == "ok"
+    return bool(gpu.get("state", "ok") == "ok")
 
 
 def _identified(gpu: dict[str, Any]) -> bool:
