@@ -48,9 +48,9 @@ def _load(sources: Sources) -> GpuFleet | str:
         fleets.append(from_snapshot(snapshot, ref))
     else:
         problems.append(f"NVML: {reason or (snapshot or {}).get('error') or 'no snapshot'}")
-    wanted = [names.NVIDIA_SMI_L]
+    wanted = [names.NVIDIA_SMI_L]  # first: the cheapest, and the one a hang is found by
     if sources.mode != "live" or not nvml_ok:
-        wanted = [names.NVIDIA_SMI_QUERY_GPU, names.NVIDIA_SMI_DMON, names.NVIDIA_SMI_Q, *wanted]
+        wanted += [names.NVIDIA_SMI_QUERY_GPU, names.NVIDIA_SMI_DMON, names.NVIDIA_SMI_Q]
     outputs = _read(sources, wanted)
     missing = tuple(a.reason for a in outputs.values() if a.text is None and a.reason)
     query, dmon = outputs.get(names.NVIDIA_SMI_QUERY_GPU), outputs.get(names.NVIDIA_SMI_DMON)
