@@ -22,7 +22,7 @@ from typing import Any
 
 from sitscheck.checks.pcie_link.judge import Chain
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import GpuView
+from sitscheck.gpu.view import GpuView
 from sitscheck.models import Evidence, Finding, Metric, Severity
 
 from .codes import COPY_MISMATCH_ACTION

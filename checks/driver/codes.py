@@ -87,7 +87,10 @@ CODES = Codes(
         CodeSpec(
             "driver.count_mismatch",
             Severity.CRITICAL,
-            "NVML and nvidia-smi -L list different numbers of GPUs: a GPU drops in and out",
+            (
+                "sources that each list every GPU (NVML, nvidia-smi -L, --query-gpu, -q) list "
+                "different numbers of GPUs: a GPU drops in and out"
+            ),
             "a GPU is dropping in and out: check the kernel log for Xid 79 and AER",
             FindingKind.CONDITION,
             ActionCategory.TRIAGE,
@@ -128,6 +131,21 @@ CODES = Codes(
             "flash all GPUs to the same VBIOS during the next maintenance window",
             FindingKind.CONDITION,
             ActionCategory.CONFIGURE,
+        ),
+        CodeSpec(
+            "driver.sources_disagree",
+            Severity.WARNING,
+            (
+                "two sources (NVML, nvidia-smi -L, --query-gpu, -q) read different values of "
+                "something that cannot change between readings (identity, VBIOS, driver version, "
+                "limits, thresholds, modes), or one finds a GPU lost that another reads"
+            ),
+            (
+                "read the GPU again (nvidia-smi -q -i N): one output is stale, from another "
+                "node, or the GPU changed under it (reset, firmware flash, power cap)"
+            ),
+            FindingKind.CONDITION,
+            ActionCategory.TRIAGE,
         ),
     ]
 )

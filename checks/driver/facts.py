@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import Field
 from sitscheck.contract.facts import FactsModel
 
 
@@ -18,11 +19,21 @@ class Gpu(FactsModel):
     recovery_action: str | None  # none, reset, reboot, drain_p2p, drain_and_reset, ...
     state: str  # "ok", or why the GPU is lost (gpu_lost, reset_required)
     detail: str | None  # the driver's words for a lost GPU
+    source: str | None = None  # where its identity came from (nvml, nvidia-smi -L, ...)
+    sources: dict[str, str] | None = None  # values another source gave: record path → source
 
 
 class Facts(FactsModel):
-    source: str | None  # nvml, nvidia-smi -L, nvidia-smi --query-gpu; null: no driver
+    # nvml, nvidia-smi -L, nvidia-smi --query-gpu or nvidia-smi -q: the first read; null: no driver
+    source: str | None
+    sources: list[str] = Field(
+        default_factory=list
+    )  # every source fused, in the order they are trusted
     driver_version: str | None = None
     cuda_driver_version: int | None = None  # e.g. 13000 for CUDA 13.0
     gpu_count: int
+    attached_gpus: int | None = None  # the count the output states ("Attached GPUs" of -q)
     gpus: list[Gpu]
+    disagreements: list[str] = Field(
+        default_factory=list
+    )  # values two sources read differently, in words

@@ -7,15 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import (
-    FleetCheck,
-    GpuFleet,
-    GpuView,
-    judge_each,
-    number,
-    sample_values,
-    stats,
-)
+from sitscheck.gpu.judging import FleetCheck, judge_each
+from sitscheck.gpu.readings import number, sample_values, stats
+from sitscheck.gpu.view import GpuFleet, GpuView
 
 from .reasons import decode, fractions
 

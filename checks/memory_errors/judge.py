@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import FleetCheck, GpuFleet, GpuView, judge_each, number
+from sitscheck.gpu.judging import FleetCheck, judge_each
+from sitscheck.gpu.readings import number
+from sitscheck.gpu.view import GpuFleet, GpuView
 from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("ecc", "remap", "retired_pages")

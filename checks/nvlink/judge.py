@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import NVML, FleetCheck, GpuFleet, GpuView, judge_each, number
+from sitscheck.gpu.calls import NVML, source_name
+from sitscheck.gpu.judging import FleetCheck, judge_each
+from sitscheck.gpu.readings import number
+from sitscheck.gpu.view import GpuFleet, GpuView
 from sitscheck.models import Finding, Severity
 
 READ_KEYS = ("nvlink",)
@@ -32,8 +35,9 @@ def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     links = [link for link in gpu.get("nvlink") or [] if isinstance(link, dict)]
     if not links:
         why = gpu.why_missing("nvlink")
-        if gpu.source != NVML:
-            why = "nvidia-smi --query-gpu prints no per-link state (needs NVML)"
+        source = gpu.source_of("nvlink")
+        if source != NVML:
+            why = f"{source_name(source)} prints no per-link state (needs NVML)"
         out.not_judged.append(f"GPU {gpu.index}: NVLink: {why}")
         return
     _links(gpu, links, entry, out)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
-from sitscheck.gpus import GpuRef, known_gpus
+from sitscheck.gpu.identity import GpuRef, known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 from sitscheck.sources.pci import port_folders

@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.times import span_minutes
 from sitscheck.models import Device, Evidence, Finding, Severity
 from sitscheck.sysfs_vanished import vanished_finding

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sitscheck import gpu_view
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
+from sitscheck.gpu.judging import collect_with, skip_unless_driver
+from sitscheck.gpu.view import GpuFleet
 from sitscheck.sources.base import Sources
 from sitscheck.sources.files import FileTree
 from sitscheck.sources.pci import port_folders
@@ -17,10 +18,10 @@ class PcieLinkImpl:
     """The work behind `PcieLinkCheck` (imported only when the check runs)."""
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
-        return gpu_view.skip_unless_driver(sources)
+        return skip_unless_driver(sources)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        def with_sysfs(fleet: gpu_view.GpuFleet) -> CheckOutput:
+        def with_sysfs(fleet: GpuFleet) -> CheckOutput:
             chains: dict[int, Chain] = {}
             for gpu in fleet.gpus:
                 if gpu.pci_bus_id and gpu.lost is None:
@@ -28,7 +29,7 @@ class PcieLinkImpl:
                     chains[gpu.index] = read_chain(ctx.sources.sysfs, gpu.pci_bus_id)
             return judge(fleet, chains)
 
-        return gpu_view.collect_with(ctx.sources, with_sysfs)
+        return collect_with(ctx.sources, with_sysfs)
 
 
 def read_chain(sysfs: FileTree, bus_id: str) -> Chain:

@@ -6,7 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.contract import CheckOutput
-from sitscheck.gpu_view import GpuFleet, GpuView, judge_each, number, sample_values, stats
+from sitscheck.gpu.calls import source_name
+from sitscheck.gpu.judging import judge_each
+from sitscheck.gpu.readings import number, sample_values, stats
+from sitscheck.gpu.view import GpuFleet, GpuView
 from sitscheck.models import Evidence, Finding, Severity
 from sitscheck.sysfs_vanished import vanished_finding
 
@@ -54,7 +57,7 @@ def _nvml_link(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> list[Ev
     ):
         if value is None:
             out.not_judged.append(
-                f"GPU {gpu.index}: PCIe link {label} ({gpu.source}): {gpu.why_missing(key)}"
+                f"GPU {gpu.index}: PCIe link {label} ({gpu.source_of(key)}): {gpu.why_missing(key)}"
             )
     if gen is not None and gen_max is not None:
         entry["gen_below_max"] = gen < gen_max
@@ -177,7 +180,7 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     if start is None or end is None or gpu.counter_window_s is None:
         out.not_judged.append(
             f"GPU {gpu.index}: PCIe replay rate: needs the counter read at both ends of a "
-            f"sampling window (NVML); {gpu.source} gave one reading"
+            f"sampling window (NVML); {source_name(gpu.source_of('pcie.replay'))} gave one reading"
         )
         return
     delta = max(end - start, 0.0)

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
-from sitscheck.gpus import GpuRef, known_gpus
+from sitscheck.gpu.identity import GpuRef, known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 

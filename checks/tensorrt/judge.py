@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .gpu_arch import GpuModel, lookup_gpu, same_gpu_model

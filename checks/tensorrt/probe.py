@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.sources.command import CommandResult, CommandRunner
 
 from .parse import TrtLog, scan_trt_log

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
-from sitscheck.gpu_view import NVML
+from sitscheck.gpu.calls import NVML
 from sitscheck.models import Finding, Metric
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.values import SmiParseError

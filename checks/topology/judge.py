@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sitscheck.gpu_view import GpuView, from_snapshot
+from sitscheck.gpu.fleet import from_snapshot
+from sitscheck.gpu.view import GpuView
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .parse import TopoMatrix, TopoParseError, is_pcie_kind, nvlink_count

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, kernel_log_skip
-from sitscheck.gpus import known_gpus
+from sitscheck.gpu.identity import known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 

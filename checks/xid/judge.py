@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sitscheck.gpus import GpuRef, gpu_for_bus
+from sitscheck.gpu.identity import GpuRef, gpu_for_bus
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid

@@ -8,8 +8,8 @@ null); one it writes only sometimes has a default. A map keyed by data (a bus id
 number) is a `dict[str, X]`.
 
 The shapes here are the core's own output that several checks hand on: a GPU's identity as
-`gpu_view` and `gpus.known_gpus` give it, the GPU checks' `{source, ref, gpus}` (the
-`gpu_view.judge_each` loop) and the kernel-log pass's `log`. Imported only where facts are
+`sitscheck.gpu` and `gpu.identity.known_gpus` give it, the GPU checks' `{source, ref, gpus}` (the
+`gpu.judging.judge_each` loop) and the kernel-log pass's `log`. Imported only where facts are
 validated or their schema is made, never to list checks or to run them (pydantic stays out
 of `sitscheck.contract`'s own import).
 """
@@ -34,20 +34,22 @@ class GpuRefFacts(FactsModel):
 
 
 class GpuViewFacts(GpuRefFacts):
-    """The keys every GPU check's per-GPU facts start with (`gpu_view.GpuView.identity`);
+    """The keys every GPU check's per-GPU facts start with (`gpu.view.GpuView.identity`);
     `lost` is set (true) on a GPU the driver lost, whose other facts are then absent."""
 
     uuid: str | None
-    source: str
+    source: str  # where the GPU's identity (and every value not in `sources`) came from
+    # values another source gave (record path, or "samples" → nvml, nvidia-smi, nvidia-smi -q)
+    sources: dict[str, str] | None = None
     lost: bool | None = None
 
 
 class FleetFacts(FactsModel):
-    """A GPU check's facts (`gpu_view.judge_each`): where the GPU views came from; the check's
+    """A GPU check's facts (`gpu.judging.judge_each`): where the GPU views came from; the check's
     model adds `gpus`, one record (a `GpuViewFacts`) per GPU."""
 
-    source: str  # "nvml" or "nvidia-smi"
-    ref: str  # the snapshot or the nvidia-smi file read
+    source: str  # "nvml", "nvidia-smi" (CSV/dmon), "nvidia-smi -q" or "nvidia-smi -L": the first
+    ref: str  # every output read, joined by " + "
 
 
 class KernelLogFacts(FactsModel):
@@ -59,7 +61,7 @@ class KernelLogFacts(FactsModel):
 
 
 class Stats(FactsModel):
-    """A series read over the sampling window (`gpu_view.stats`): nearest-rank p95."""
+    """A series read over the sampling window (`gpu.readings.stats`): nearest-rank p95."""
 
     min: float
     mean: float

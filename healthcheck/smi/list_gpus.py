@@ -75,6 +75,8 @@ def _gpu(match: re.Match[str], line_no: int) -> ListedGpu:
     serial: str | None = None
     name = rest
     opening = rest.rfind("(")
+    if opening >= 0 and not rest.endswith(")") and _ATTRS.match(rest[opening + 1 :]):
+        raise SmiParseError(f"GPU line cut short: {rest[:80]!r}", line_no)
     inside = rest[opening + 1 : -1] if opening >= 0 and rest.endswith(")") else ""
     if _ATTRS.match(inside) and ")" not in inside:
         name = rest[:opening].strip()

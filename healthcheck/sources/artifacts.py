@@ -35,7 +35,7 @@ SYSFS_DIR = "sysfs"
 PROCFS_DIR = "proc"
 FILES_DIR = "files"
 
-# The commands behind the per-GPU view that every GPU check reads (`sitscheck.gpu_view`):
+# The commands behind the per-GPU view that every GPU check reads (`sitscheck.gpu`):
 # each GPU check declares them among its evidence.
 SMI_LIST = CommandSpec(NVIDIA_SMI_L, ("nvidia-smi", "-L"), "GPUs the driver lists")
 SMI_QUERY = CommandSpec(NVIDIA_SMI_Q, ("nvidia-smi", "-q"), "full per-GPU query")

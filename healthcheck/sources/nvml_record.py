@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the replay path (gpu_view) needs no NVML machinery
+if TYPE_CHECKING:  # the replay path (sitscheck.gpu) needs no NVML machinery
     from .nvml import Nvml, Reading
 
 

@@ -182,15 +182,30 @@ def test_damaged_nvidia_smi_output_never_crashes_a_check_or_costs_the_kernel_log
         assert_faulted(report, "topology", "topology.unparsable")
 
 
-@pytest.mark.parametrize("how", ["truncated", "garbled"])
 def test_gpu_checks_with_no_readable_gpu_are_unknown_not_ok(
-    how: str, node: NodeSpec, monkeypatch: pytest.MonkeyPatch
+    node: NodeSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     node.nvml.mode = "absent"
-    write_smi(node, bundle=damaged_outputs(Path(node.root) / how, how))
+    write_smi(node, bundle=damaged_outputs(Path(node.root) / "garbled", "garbled"))
     report, _ = run_live(node, monkeypatch.setattr)
     for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
-        assert_faulted(report, name, "--format=csv: line ")
+        assert_faulted(report, name, "--format=csv: line ", "nvidia-smi -q")
+
+
+def test_gpu_checks_read_what_is_whole_when_the_csv_is_cut(
+    node: NodeSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CSV and dmon cut mid-line are refused (named); `-q`, whose cut last line is a label
+    no check reads, still gives every GPU's readings (issue 18: evidence fusion)."""
+    node.nvml.mode = "absent"
+    write_smi(node, bundle=damaged_outputs(Path(node.root) / "truncated", "truncated"))
+    report, _ = run_live(node, monkeypatch.setattr)
+    for name in ("gpu_telemetry", "memory_errors", "pcie_link"):
+        check = result(report, name)
+        assert check.status == Status.OK, (name, said(check))
+        assert check.facts["source"] == "nvidia-smi -q"
+        assert [g["index"] for g in check.facts["gpus"]] == [0, 1]
+        assert "--format=csv: line " in said(check)
 
 
 # ---- dmesg hangs ---------------------------------------------------------------------------

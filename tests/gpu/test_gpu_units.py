@@ -10,17 +10,19 @@ from typing import Any
 
 import pytest
 from gpu_helpers import IDLE, above_ok, run_bundle
-from sitscheck.checks.driver.inventory import from_query_rows, from_snapshot, judge
+from sitscheck.checks.driver.inventory import from_fleet
+from sitscheck.checks.driver.judge import judge
 from sitscheck.checks.gpu_telemetry.reasons import decode, fractions
 from sitscheck.checks.memory_errors.judge import judge as judge_memory
 from sitscheck.checks.nvlink.judge import judge as judge_nvlink
 from sitscheck.checks.pcie_link.impl import read_chain
 from sitscheck.checks.pcie_link.judge import judge as judge_pcie
 from sitscheck.checks.pcie_link.links import parse_gen, parse_width
-from sitscheck.gpu_view import from_smi, group_notes, stats
-from sitscheck.gpu_view import from_snapshot as fleet_from_snapshot
+from sitscheck.gpu.fleet import from_snapshot as fleet_from_snapshot
+from sitscheck.gpu.from_csv import from_smi
+from sitscheck.gpu.notes import group_notes
+from sitscheck.gpu.readings import stats
 from sitscheck.models import Severity
-from sitscheck.smi.query_csv import parse_query_csv
 from sitscheck.sources.files import FileTree
 
 
@@ -303,7 +305,7 @@ def test_nvlink_not_supported_is_not_zero_links() -> None:
 def test_driver_persistence_and_recovery(change: dict[str, Any], expected: list[Any]) -> None:
     recording = _recording()
     recording["gpus"][1].update(change)
-    findings = judge(from_snapshot(recording, "nvml.json"), expect_gpus=2)
+    findings = judge(from_fleet(fleet_from_snapshot(recording, "nvml.json")), expect_gpus=2)
     assert [(f.code, f.severity) for f in findings] == expected
     assert all(f.device is not None and f.device.index == 1 for f in findings)
 
@@ -314,7 +316,7 @@ def test_driver_reads_recovery_and_persistence_from_the_csv() -> None:
         "0, NVIDIA H100, Enabled, None\n"
         "1, NVIDIA H100, Disabled, Drain P2P\n"
     )
-    inventory = from_query_rows(parse_query_csv(text), "q.csv")
+    inventory = from_fleet(from_smi(text, "q.csv", None, "dmon.txt"))
     assert [(g.persistence_mode, g.recovery_action) for g in inventory.gpus] == [
         (True, "none"),
         (False, "drain_p2p"),

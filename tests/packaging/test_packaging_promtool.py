@@ -57,7 +57,8 @@ def test_promtool_check_metrics_is_clean(rendered: str) -> None:
 
 def test_every_per_gpu_series_carries_dcgm_exporters_labels(rendered: str) -> None:
     """Each GPU has one identity across all its series: all four labels, or (a GPU lost
-    before the driver could name it) the index alone; no label is ever empty."""
+    before the driver could name it) the index alone, with its bus id where another source
+    (nvidia-smi, sysfs) still knew it; no label is ever empty."""
     identities: dict[str, set[tuple[tuple[str, str], ...]]] = {}
     for family in text_string_to_metric_families(rendered):
         for sample in family.samples:
@@ -73,7 +74,7 @@ def test_every_per_gpu_series_carries_dcgm_exporters_labels(rendered: str) -> No
         assert len(seen) == 1, (gpu, seen)  # one label scheme
         (identity,) = seen
         names = [k for k, _ in identity]
-        assert names in (list(DCGM_LABELS), ["gpu"]), (gpu, identity)
+        assert names in (list(DCGM_LABELS), ["gpu"], ["gpu", "pci_bus_id"]), (gpu, identity)
         if names == list(DCGM_LABELS):
             labels = dict(identity)
             assert labels["UUID"].startswith("GPU-")

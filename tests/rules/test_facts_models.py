@@ -71,6 +71,9 @@ UNSEEN = {
     "bandwidth": {
         ".probe.errors[]": "a failed probe: tests/bandwidth records one where libcuda is absent",
     },
+    "driver": {
+        ".disagreements[]": "no recorded node's sources disagree (tests/gpu/test_gpu_fusion.py)",
+    },
     "memory_errors": {
         ".gpus[].retired_sbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
         ".gpus[].retired_dbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",

@@ -13,7 +13,7 @@ import pytest
 from rule_cases import edited, evaluate, fired_on, profile_of
 from sitscheck.checks.pcie_aer.judge import GpuPath, findings, gpu_summary
 from sitscheck.checks.pcie_aer.parse import parse_aer
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.models import CheckResult, Severity
 

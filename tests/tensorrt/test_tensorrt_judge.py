@@ -15,7 +15,7 @@ from sitscheck.checks.tensorrt.judge import (
     judge_probe,
 )
 from sitscheck.checks.tensorrt.parse import TrtLog, scan_trt_log
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.models import Severity
 
 H200 = [GpuRef(0, "0000:19:00.0", "NVIDIA H200"), GpuRef(1, "0000:2a:00.0", "NVIDIA H200")]

@@ -13,7 +13,7 @@ from sitscheck.checks.tensorrt import probe
 from sitscheck.checks.tensorrt.check import TensorrtCheck
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.config import RunConfig
-from sitscheck.gpus import GpuRef
+from sitscheck.gpu.identity import GpuRef
 from sitscheck.sources.command import CommandResult
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import (

@@ -107,6 +107,9 @@ def test_windows_line_endings_and_pasted_prompt() -> None:
         ("GPU 0: A (UUID: GPU-1)\nsomething else\n", 2),
         ("GPU 0:\n", 1),
         ("==============NVSMI LOG==============\n", 1),
+        # an output cut mid-line (a killed command, a truncated paste): no made-up name
+        ("GPU 0: A (UUID: GPU-1)\nGPU 1: NVIDIA H200 (UUID: GPU-9f2", 2),
+        ("GPU 0: Tesla M2090 (S/N: 03201", 1),
     ],
 )
 def test_refused(text: str, line: int | None) -> None:

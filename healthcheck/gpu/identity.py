@@ -1,7 +1,7 @@
 """Which GPUs this node has, by index and bus id, from the best evidence at hand.
 
 Shared by every check that maps evidence (kernel-log events, sysfs ports) onto GPUs:
-the GPU views (`gpu_view.load`: the NVML snapshot, else nvidia-smi's CSV/dmon), else the
+the GPU views (`fleet.load`: the NVML snapshot, else nvidia-smi's CSV/dmon), else the
 NVIDIA devices found in sysfs.
 Computed once per run through the sources' memo.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .sources.base import Sources
-from .sources.pci import nvidia_gpus
+from ..sources.base import Sources
+from ..sources.pci import nvidia_gpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +26,7 @@ def known_gpus(sources: Sources) -> list[GpuRef]:
 
 
 def _find(sources: Sources) -> list[GpuRef]:
-    from .gpu_view import load
+    from .fleet import load
 
     fleet = load(sources)
     if not isinstance(fleet, str) and fleet.gpus:
