@@ -19,10 +19,12 @@ class DriverCheck(LazyCheck):
     facts = "sitscheck.checks.driver.facts:Facts"
     evidence = EvidenceSpec(
         summary=(
-            "NVML device list (name, UUID, PCI bus and device id, VBIOS, persistence mode, "
-            "recovery action), else nvidia-smi -L, else nvidia-smi --query-gpu; the driver probe "
-            "(/proc/driver/nvidia/version, /dev/nvidiactl)"
+            "every GPU's identity, versions and modes from all the evidence there is, joined by "
+            "bus id / UUID with each value's source: NVML (name, UUID, PCI bus and device id, "
+            "VBIOS, persistence mode, recovery action), nvidia-smi -L, --query-gpu CSV and -q; "
+            "the driver probe (/proc/driver/nvidia/version, /dev/nvidiactl)"
         ),
+
         commands=GPU_VIEW_COMMANDS,
         nvml=(
             "name",

@@ -128,7 +128,9 @@ def test_the_gh200_remapped_row_is_counted_not_pending(tmp_path: Path) -> None:
     codes = [f.code for c in report.checks for f in c.findings]
     assert "memory_errors.remap_pending" not in codes
     assert "pcie_link.width_degraded" not in codes  # x1 of its own x1: the Grace C2C link
-    assert report.profile is None  # GH200 (0x2342) is no h200-sxm (0x2335)
+    assert report.profile == "gh200"  # 0x2342, not h200-sxm (0x2335) for the "H200" in its name
+    fired = [(v.rule, v.status.value) for v in report.verdicts if v.status.value != "ok"]
+    assert ("quick_check.pcie_width_below_x16", "warning") not in fired  # x1 by design
 
 
 def test_an_old_partial_q_judges_only_what_it_printed(tmp_path: Path) -> None:
