@@ -256,7 +256,8 @@ def test_profile_choice_with_a_lost_gpu(profiles: dict[str, Any]) -> None:
     assert select_profile(profiles, None, _driver_result(h200, other_lost)) is None
     assert select_profile(profiles, None, _driver_result(bare_lost)) is None
     gh200 = {"index": 0, "name": "NVIDIA GH200 480GB", "pci_device_id": "234210de"}
-    assert select_profile(profiles, None, _driver_result(gh200)) is None
+    chosen = select_profile(profiles, None, _driver_result(gh200))
+    assert chosen is not None and chosen.name == "gh200"  # by its device id, not "H200"
 
 
 @pytest.fixture
