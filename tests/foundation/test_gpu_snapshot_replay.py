@@ -117,10 +117,13 @@ def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
 
     first_sample = min(c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates"))
     window_end = first_sample + window
+    # Outside the window means a whole reading outside it (72 calls of 2 ms: 0.15 s); the
+    # slack is a quarter of the window, so a loaded machine's scheduling never decides it.
+    slack = window / 4
     for function in ("nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetViolationStatus"):
         times = [c.at for c in fake_nvml.calls_to(function)]
-        assert times and min(times) >= first_sample - 0.05, f"{function} read before the window"
-        assert max(times) <= window_end + 0.05, f"{function} still read after the window"
+        assert times and min(times) >= first_sample - slack, f"{function} read before the window"
+        assert max(times) <= window_end + slack, f"{function} still read after the window"
     for gpu in snapshot["gpus"]:
         assert all("errors" in link and "errors_end" in link for link in gpu["nvlink"])
         assert gpu["violations_ns_start"] and gpu["violations_ns_end"]
@@ -130,7 +133,7 @@ def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
         assert window / 3 <= gpu["counters_s"] < window
     # the pairs were read while the GPUs were sampled, not before
     pair_calls = [c.at for c in fake_nvml.calls_to("nvmlDeviceGetP2PStatus")]
-    assert pair_calls and min(pair_calls) >= first_sample - 0.05
+    assert pair_calls and min(pair_calls) >= first_sample - slack
     assert snapshot["pairs"] and "pairs_s" in snapshot["phases"]
 
 
