@@ -118,8 +118,8 @@ def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
     first_sample = min(c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates"))
     window_end = first_sample + window
     # Outside the window means a whole reading outside it (72 calls of 2 ms: 0.15 s); the
-    # slack is a quarter of the window, so a loaded machine's scheduling never decides it.
-    slack = window / 4
+    # slack is an eighth of the window (150 ms), three times the 50 ms it was, for a loaded box.
+    slack = window / 8
     for function in ("nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetViolationStatus"):
         times = [c.at for c in fake_nvml.calls_to(function)]
         assert times and min(times) >= first_sample - slack, f"{function} read before the window"
