@@ -32,6 +32,16 @@ class GpuTelemetryCheck(LazyCheck):
             "cumulative violation time by policy",
             MetricKind.COUNTER,
         ),
+        MetricSpec("hw.gpu.memory.usage", "By", "memory used (v2: reserved apart), per stat"),
+        MetricSpec("hw.gpu.memory.limit", "By", "memory size (NVML's total)"),
+        MetricSpec(
+            "hw.energy", "mJ", "energy consumed since the driver loaded", MetricKind.COUNTER
+        ),
+        MetricSpec(
+            "sitscheck.gpu.nvlink.throughput",
+            "By/s",
+            "NVLink data throughput over every link, per direction and stat",
+        ),
     )
     codes = "sitscheck.checks.gpu_telemetry.codes:CODES"
     facts = "sitscheck.checks.gpu_telemetry.facts:Facts"
@@ -39,11 +49,18 @@ class GpuTelemetryCheck(LazyCheck):
         ProfileKey("tdp_w", "number", "board power (TDP) the GPU may draw, W: the power rules"),
         ProfileKey("slowdown_c", "number", "slowdown temperature, C, where NVML gives none"),
         ProfileKey("hbm_bw_gbs", "number", "memory (HBM) bandwidth of the data sheet, GB/s"),
+        ProfileKey(
+            "nvlink.link_gbs_per_direction",
+            "number",
+            "NVLink bandwidth of one link in one direction, GB/s (NVLink 3/4: 25, NVLink 5: 50)",
+        ),
     )
     evidence = EvidenceSpec(
         summary=(
             "NVML samples over the window: utilization, power against the limit, clocks, clock "
-            "event reasons, temperatures against NVML's thresholds, GPM SM/tensor/DRAM activity"
+            "event reasons, temperatures against NVML's thresholds, GPM SM/tensor/DRAM activity, "
+            "memory used and its size, the energy counter, NVLink throughput (GPM, else the "
+            "NVLink throughput counters at both ends of the window)"
         ),
         commands=GPU_VIEW_COMMANDS,
         nvml=(
@@ -55,6 +72,12 @@ class GpuTelemetryCheck(LazyCheck):
             "violations_ns_start",
             "violations_ns_end",
             "sampled_s",
+            "counters_s",
+            "energy_mj_start",
+            "energy_mj_end",
+            "nvlink",
+            "nvlink_throughput_kib_start",
+            "nvlink_throughput_kib_end",
         ),
     )
     impl = "sitscheck.checks.gpu_telemetry.judge:WORK"

@@ -3,6 +3,8 @@ limits and thresholds, clock event reasons and violation times."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sitscheck.contract.facts import FactsModel, FleetFacts, GpuViewFacts, Stats
 
 
@@ -61,6 +63,18 @@ class Gpu(GpuViewFacts):
     clock_reasons: ClockReasons | None = None
     clock_reasons_seen: list[str] | None = None  # reason names (unknown bits as hex)
     violations_s: Violations | None = None
+    # frame-buffer memory (nvmlDeviceGetMemoryInfo, v2 where the driver has it), bytes
+    memory_used_bytes: Stats | None = None
+    memory_total_bytes: float | None = None
+    memory_reserved_bytes: float | None = None  # v2 only: kept out of `used`
+    # nvmlDeviceGetTotalEnergyConsumption: since the driver loaded, and over the window
+    energy_total_j: float | None = None
+    energy_window_j: float | None = None
+    # NVLink data throughput over every link, bytes/s: GPM's per-interval rates, else one
+    # rate from the throughput counters at both ends of the window (`..._source`)
+    nvlink_rx_bytes_per_s: Stats | None = None
+    nvlink_tx_bytes_per_s: Stats | None = None
+    nvlink_throughput_source: Literal["gpm", "counters"] | None = None
 
 
 class Facts(FleetFacts):

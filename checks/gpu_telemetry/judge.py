@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sitscheck.contract import CheckOutput
@@ -12,6 +12,7 @@ from sitscheck.gpu.readings import number, sample_values, stats
 from sitscheck.gpu.view import GpuFleet, GpuView
 
 from .reasons import decode, fractions
+from .throughput import DIRECTIONS, Throughput, from_counters, from_gpm
 
 READ_KEYS = (
     "utilization",
@@ -21,7 +22,12 @@ READ_KEYS = (
     "temperature",
     "clock_event_reasons",
     "gpm",
+    "memory",
+    "energy",
 )
+# NVLink throughput has two sources (GPM, the window's counters): a failed read of one is the
+# check's error only where the other gives no rate either.
+NVLINK_KEY = "nvlink_throughput"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,10 @@ SERIES = (
         "mem_temp_c", "mem_temp_c", "temperature.memory", "memory (HBM) temperature",
         "hw.temperature", "Cel", 1.0, {"hw.sensor_location": "memory"},
     ),
+    Series(
+        "mem_used_bytes", "memory_used_bytes", "memory", "memory used",
+        "hw.gpu.memory.usage", "By", 1.0, {},
+    ),
 )  # fmt: skip
 GPM_SERIES = (
     Series(
@@ -91,7 +101,17 @@ THRESHOLDS = (
 
 
 def judge(fleet: GpuFleet) -> CheckOutput:
-    return judge_each(fleet, "telemetry", "power.draw", READ_KEYS, _gpu)
+    out = judge_each(fleet, "telemetry", "power.draw", READ_KEYS, _gpu)
+    unmeasured = {
+        entry["index"]
+        for entry in out.facts.get("gpus", [])
+        if "nvlink_rx_bytes_per_s" not in entry and not entry.get("lost")
+    }
+    failed = replace(fleet, gpus=tuple(g for g in fleet.gpus if g.index in unmeasured))
+    error = failed.fault_error((NVLINK_KEY,))
+    if error is not None:
+        out.error = f"{out.error}; {error}" if out.error else error
+    return out
 
 
 def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
@@ -104,6 +124,9 @@ def _gpu(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
     _limits(gpu, entry, out)
     _reasons(gpu, entry, out)
     _violations(gpu, entry, out)
+    _memory(gpu, entry, out)
+    _energy(gpu, entry, out)
+    _nvlink(gpu, entry, out)
 
 
 def _series(
@@ -226,6 +249,70 @@ def _violations(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
             gpu.metric("sitscheck.gpu.violation.time", round(last / 1e9, 6), "s", policy=policy)
         )
     entry["violations_s"] = during
+
+
+def _memory(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    """The memory's size (the last sample that read it) and what the driver reserves."""
+    for sample in reversed(gpu.samples):
+        total = number(sample.get("mem_total_bytes"))
+        if total is None:
+            continue
+        entry["memory_total_bytes"] = total
+        out.metrics.append(gpu.metric("hw.gpu.memory.limit", total, "By"))
+        reserved = number(sample.get("mem_reserved_bytes"))
+        if reserved is not None:
+            entry["memory_reserved_bytes"] = reserved
+        return
+
+
+def _energy(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    """The energy counter (mJ since the driver loaded) at the window's end, and its growth
+    over the window."""
+    first, last = number(gpu.get("energy_mj_start")), number(gpu.get("energy_mj_end"))
+    latest = last if last is not None else first
+    if latest is None:
+        out.not_judged.append(f"GPU {gpu.index}: energy: {gpu.why_missing('energy')}")
+        return
+    entry["energy_total_j"] = round(latest / 1000.0, 3)
+    out.metrics.append(gpu.metric("hw.energy", latest, "mJ"))
+    if first is not None and last is not None and last >= first:
+        entry["energy_window_j"] = round((last - first) / 1000.0, 3)
+
+
+def _nvlink(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
+    window, no_window = gpu.rate_window_s()
+    found = from_gpm(gpu.get("gpm"), stats) or from_counters(
+        gpu.get("nvlink_throughput_kib_start"),
+        gpu.get("nvlink_throughput_kib_end"),
+        (window, no_window),
+        stats,
+    )
+    if not isinstance(found, Throughput):
+        why = found or _why_no_nvlink(gpu)
+        out.not_judged.append(f"GPU {gpu.index}: NVLink throughput: {why}")
+        return
+    entry["nvlink_throughput_source"] = found.source
+    for direction, summary in found.stats.items():
+        entry[f"nvlink_{direction}_bytes_per_s"] = summary
+        for stat, value in summary.items():
+            out.metrics.append(
+                gpu.metric(
+                    "sitscheck.gpu.nvlink.throughput",
+                    value,
+                    "By/s",
+                    **{"network.io.direction": DIRECTIONS[direction]},
+                    stat=stat,
+                )
+            )
+
+
+def _why_no_nvlink(gpu: GpuView) -> str:
+    links = gpu.get("nvlink")
+    if "nvlink" in gpu.unavailable or (isinstance(links, list) and not links):
+        return f"the GPU has no NVLinks ({gpu.why_missing('nvlink')})"
+    if isinstance(links, list) and not any(isinstance(e, dict) and e.get("active") for e in links):
+        return "no NVLink is active"
+    return gpu.why_missing(NVLINK_KEY)
 
 
 # What the `gpu_telemetry` check runs (see `sitscheck.check.LazyCheck`).

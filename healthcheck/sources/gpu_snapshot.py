@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from .nvml import Nvml
+from .nvml import Nvml, Reading
+from .nvml_fields import read_fields
+from .nvml_memory import MemoryReader
 from .nvml_record import GpuRecorder, flag, milli, normalise_bus_id, text
 from .window_counters import CounterSchedule, read_counters_in_window
 
@@ -37,7 +39,18 @@ FIELD_MEMORY_TEMP = 82
 FIELD_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
 IO_PERIOD_S = 1.0
 P2P_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK
-GPM_METRICS = {"sm_util": 2, "sm_occupancy": 3, "tensor_active": 5, "dram_bw_util": 10}
+# NVML_GPM_METRIC_* ids; the NVLink totals are MiB/s over every link (nvml.h)
+GPM_METRICS = {
+    "sm_util": 2,
+    "sm_occupancy": 3,
+    "tensor_active": 5,
+    "dram_bw_util": 10,
+    "nvlink_rx_mib_s": 60,
+    "nvlink_tx_mib_s": 61,
+}
+# The `unavailable` key under which a metric NVML does not give is noted (the NVLink totals
+# with the NVLink throughput: the window's counters stand in for them).
+GPM_KEYS = {"nvlink_rx_mib_s": "nvlink_throughput.gpm", "nvlink_tx_mib_s": "nvlink_throughput.gpm"}
 RETIRED_CAUSES = {"sbe": 0, "dbe": 1}
 TOPOLOGY_LEVELS = {
     0: "internal",
@@ -236,23 +249,7 @@ def _nvlinks(rec: GpuRecorder, handle: Any) -> list[dict[str, Any]]:
 
 
 def _field_value(rec: GpuRecorder, key: str, handle: Any, field_id: int) -> Any:
-    values = rec.read(key, "nvmlDeviceGetFieldValues", handle, [field_id])
-    if not values:
-        return None
-    entry = values[0]
-    if getattr(entry, "nvmlReturn", 1) != 0:
-        rec.unavailable.setdefault(key, "not_supported")
-        return None
-    return _field_number(entry)
-
-
-def _field_number(entry: Any) -> Any:
-    value_type = getattr(entry, "valueType", None)
-    union = getattr(entry, "value", None)
-    member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}.get(
-        value_type if isinstance(value_type, int) else -1, "ullVal"
-    )
-    return getattr(union, member, None)
+    return rec.keep(key, read_fields(rec.nvml, handle, [field_id])[0])
 
 
 def _read_pairs(nvml: Nvml, handles: dict[int, Any], snapshot: dict[str, Any]) -> None:
@@ -314,6 +311,7 @@ def _sample_window(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window
     rec = GpuRecorder(nvml, gpu)
     interval_s, deadline = window.interval_s, window.deadline
     gpm = _GpmSampler(rec, handle, window.gpm_lock)
+    memory = MemoryReader(rec, handle)
     samples: list[dict[str, Any]] = []
     started = time.monotonic()
     gpm.take()
@@ -323,7 +321,10 @@ def _sample_window(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window
         with_io = now >= io_due
         if with_io:  # each throughput read blocks ~20 ms in the driver: once a second is enough
             io_due = now + IO_PERIOD_S
-        samples.append(_sample(rec, handle, round(now - started, 3), with_io))
+        sample = _sample(rec, handle, round(now - started, 3), with_io)
+        if with_io:
+            sample.update(memory.read())
+        samples.append(sample)
         stuck = nvml.stuck_at is not None
         if "lost" in gpu or stuck or time.monotonic() + interval_s > deadline:
             break
@@ -412,10 +413,15 @@ class _GpmSampler:
         request.sample2 = second
         for slot, metric_id in enumerate(GPM_METRICS.values()):
             request.metrics[slot].metricId = metric_id
-        result = self.rec.nvml.read("nvmlGpmMetricsGet", request)
+        nvml = self.rec.nvml
+        result = nvml.read("nvmlGpmMetricsGet", request)
         values: dict[str, Any] = {"seconds": round(seconds, 3)}
         for slot, name in enumerate(GPM_METRICS):
             metric = request.metrics[slot]
-            ok = result.ok and getattr(metric, "nvmlReturn", 1) == 0
-            values[name] = round(float(metric.value), 3) if ok else None
+            code = getattr(metric, "nvmlReturn", None)
+            state = nvml.return_state(code) if result.ok else result.state
+            values[name] = round(float(metric.value), 3) if state == "ok" else None
+            if state != "ok" and name in GPM_KEYS:  # the others: "gpm" as a whole
+                detail = result.detail or f"nvmlGpmMetricsGet({name}): {nvml.error_name(code)}"
+                self.rec.keep(GPM_KEYS[name], Reading(None, state, detail))
         return values

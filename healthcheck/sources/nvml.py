@@ -140,14 +140,25 @@ class Nvml:
         except NvmlCallError as exc:
             return Reading(None, exc.state, str(exc))
 
-    def _error_name(self, exc: BaseException) -> str | None:
-        code = getattr(exc, "value", None)
-        if code is None:
+    def return_state(self, code: object) -> ReadingState:
+        """The state of a return code NVML puts in a struct rather than raising (each entry of
+        `nvmlDeviceGetFieldValues`, each metric of `nvmlGpmMetricsGet`): 0 is `ok`; "not
+        supported" is kept apart from the errors."""
+        if code == 0:
+            return "ok"
+        return _STATE_BY_ERROR_NAME.get(self.error_name(code) or "", "error")
+
+    def error_name(self, code: object) -> str | None:
+        """`NVML_ERROR_NOT_SUPPORTED` for 3, as the binding names its return codes."""
+        if not isinstance(code, int) or isinstance(code, bool):
             return None
         for name in dir(self._lib):
             if name.startswith("NVML_ERROR_") and getattr(self._lib, name) == code:
                 return name
         return None
+
+    def _error_name(self, exc: BaseException) -> str | None:
+        return self.error_name(getattr(exc, "value", None))
 
     def _describe(self, exc: BaseException) -> str:
         name = self._error_name(exc)

@@ -2,7 +2,9 @@
 
 A bundle can come from a sick or hostile machine, or be edited by hand: a wrong type anywhere
 must be one clear message naming the file and the place, never an internal error in every
-check that reads the snapshot. Unknown keys are allowed (newer writers add fields).
+check that reads the snapshot. Unknown keys are allowed (newer writers add fields), and
+every field has a default: a bundle written before a reading existed (memory in the samples,
+the energy and NVLink throughput counters) replays, the reading "not recorded", never zero.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class _Sample(_Loose):
     clock_event_reasons: int | None = None
     pcie_tx_kbps: Number = None
     pcie_rx_kbps: Number = None
+    mem_total_bytes: Number = None
+    mem_used_bytes: Number = None
+    mem_reserved_bytes: Number = None
 
 
 class _Gpu(_Loose):
@@ -59,6 +64,10 @@ class _Gpu(_Loose):
     nvlink: list[_Link] = []
     violations_ns_start: dict[str, Number] = {}
     violations_ns_end: dict[str, Number] = {}
+    energy_mj_start: Number = None
+    energy_mj_end: Number = None
+    nvlink_throughput_kib_start: dict[str, Number] = {}
+    nvlink_throughput_kib_end: dict[str, Number] = {}
     recovery_action: int | None = None
     sampled_s: Number = None
     counters_s: Number = None

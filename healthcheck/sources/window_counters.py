@@ -11,6 +11,11 @@ So each GPU reads them on its own thread while its samples are taken: the first 
 in the window; the last one started as long before the window's end as the first readings of
 all GPUs took (counted from the window's start), so that it ends with the window. The interval
 between the two readings is recorded per GPU (`counters_s`); rates are per that interval.
+
+Read the same way: the total energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ since
+the driver loaded) and, on a GPU with NVLinks, the NVLink data throughput counters (field
+values NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX/TX, KiB, summed over every link by NVML's
+all-links scope; where a driver refuses that scope, summed here over the active links).
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ import threading
 import time
 from typing import Any
 
+from .nvml import Reading
+from .nvml_fields import SCOPE_ALL_LINKS, Field, read_fields
 from .nvml_record import GpuRecorder
 
 NVLINK_ERRORS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
+NVLINK_THROUGHPUT_FIELDS = {"rx": 139, "tx": 138}  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX/TX
+NVLINK_THROUGHPUT_KEY = "nvlink_throughput.counters"
 VIOLATION_POLICIES = {
     "power": 0,
     "thermal": 1,
@@ -82,6 +91,11 @@ def _read(rec: GpuRecorder, handle: Any, end: str) -> float:
         "pcie.replay", "nvmlDeviceGetPcieReplayCounter", handle
     )
     gpu[f"violations_ns_{end}"] = _violations(rec, handle)
+    gpu[f"energy_mj_{end}"] = rec.read("energy", "nvmlDeviceGetTotalEnergyConsumption", handle)
+    active = [e["link"] for e in gpu.get("nvlink") or [] if e.get("active")]
+    throughput = _nvlink_throughput(rec, handle, active) if active else None
+    if throughput:
+        gpu[f"nvlink_throughput_kib_{end}"] = throughput
     for entry in gpu.get("nvlink") or []:
         entry["errors" if end == "start" else "errors_end"] = _nvlink_errors(
             rec, handle, entry["link"]
@@ -94,6 +108,36 @@ def _nvlink_errors(rec: GpuRecorder, handle: Any, link: int) -> dict[str, Any]:
         name: rec.nvml.read("nvmlDeviceGetNvLinkErrorCounter", handle, link, code).value
         for name, code in NVLINK_ERRORS.items()
     }
+
+
+def _nvlink_throughput(rec: GpuRecorder, handle: Any, links: list[int]) -> dict[str, Any]:
+    """KiB received and sent over every link; `links_summed` where the sum is ours."""
+    names = list(NVLINK_THROUGHPUT_FIELDS)
+    fields: list[Field] = [(f, SCOPE_ALL_LINKS) for f in NVLINK_THROUGHPUT_FIELDS.values()]
+    readings = read_fields(rec.nvml, handle, fields)
+    if _all_counts(readings):
+        return {name: r.value for name, r in zip(names, readings, strict=True)}
+    failed = next((r for r in readings if not r.ok), None)
+    if failed is None or failed.state not in ("not_supported", "error"):
+        rec.keep(NVLINK_THROUGHPUT_KEY, failed or Reading(None, "error", "no count"))
+        return {}
+    per_link: list[Field] = [(f, link) for f in NVLINK_THROUGHPUT_FIELDS.values() for link in links]
+    by_link = read_fields(rec.nvml, handle, per_link)
+    if not _all_counts(by_link):
+        rec.keep(NVLINK_THROUGHPUT_KEY, failed)  # the all-links answer says why
+        return {}
+    out: dict[str, Any] = {
+        name: sum(int(r.value) for r in by_link[i * len(links) : (i + 1) * len(links)])
+        for i, name in enumerate(names)
+    }
+    out["links_summed"] = len(links)
+    return out
+
+
+def _all_counts(readings: list[Reading[Any]]) -> bool:
+    return all(
+        r.ok and isinstance(r.value, int) and not isinstance(r.value, bool) for r in readings
+    )
 
 
 def _violations(rec: GpuRecorder, handle: Any) -> dict[str, Any]:

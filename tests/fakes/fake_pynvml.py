@@ -100,7 +100,16 @@ _VIOLATIONS = {
     5: "reliability",
 }
 _RETIRED = {0: "sbe", 1: "dbe"}
-_GPM_METRICS = {2: "sm_util", 3: "sm_occupancy", 5: "tensor_active", 10: "dram_bw_util"}
+_GPM_METRICS = {
+    2: "sm_util",
+    3: "sm_occupancy",
+    5: "tensor_active",
+    10: "dram_bw_util",
+    60: "nvlink_rx_mib_s",
+    61: "nvlink_tx_mib_s",
+}
+# GPM metrics whose failure the snapshot notes under a key of its own
+_GPM_KEYS = {60: "nvlink_throughput.gpm", 61: "nvlink_throughput.gpm"}
 _TOPOLOGY = {
     "internal": 0,
     "single": 10,
@@ -111,9 +120,13 @@ _TOPOLOGY = {
 }
 FI_MEMORY_TEMP = 82
 FI_RECOVERY_ACTION = 230
+FI_NVLINK_THROUGHPUT = {139: "rx", 138: "tx"}  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX/TX
+SCOPE_ALL_LINKS = 0xFFFFFFFF
+MEMORY_V2 = 0x02000028  # pynvml's nvmlMemory_v2
 P2P_STATUS_OK = 0
 P2P_STATUS_NOT_SUPPORTED = 5
 VALUE_TYPE_UNSIGNED_INT = 1
+VALUE_TYPE_UNSIGNED_LONG_LONG = 3
 VALUE_TYPE_SIGNED_LONG_LONG = 4
 
 
@@ -214,6 +227,7 @@ class FakePynvml:
     NVML_ERROR_UNKNOWN = NVML_ERROR_UNKNOWN
     NVML_GPM_METRICS_GET_VERSION = 1
     c_nvmlGpmMetricsGet_t = _GpmMetricsGet
+    nvmlMemory_v2 = MEMORY_V2
 
     def __init__(self, recording: dict[str, Any], gpm_supported: bool = True) -> None:
         self.recording = copy.deepcopy(recording)
@@ -338,6 +352,12 @@ class FakePynvml:
         samples = gpu.get("samples") or [{}]
         return samples[min(seen, len(samples) - 1)].get(name)
 
+    @staticmethod
+    def _io_sample(gpu: dict[str, Any], seen: int, name: str) -> dict[str, Any] | None:
+        """The `seen`-th of the samples that hold `name` (read once a second, not in each)."""
+        holding = [s for s in gpu.get("samples") or [] if s.get(name) is not None]
+        return holding[min(seen, len(holding) - 1)] if holding else None
+
     # ---- system ------------------------------------------------------------------------
 
     def nvmlInit(self) -> None:
@@ -460,7 +480,8 @@ class FakePynvml:
     def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: int) -> int:
         gpu, seen = self._device("nvmlDeviceGetPcieThroughput", handle, counter)
         name = _PCIE_COUNTERS[counter]
-        return int(self._value(gpu, f"pcie.{name}", self._sample(gpu, seen, f"pcie_{name}_kbps")))
+        sample = self._io_sample(gpu, seen, f"pcie_{name}_kbps") or {}
+        return int(self._value(gpu, f"pcie.{name}", sample.get(f"pcie_{name}_kbps")))
 
     # ---- power, thermal, clocks --------------------------------------------------------
 
@@ -533,13 +554,22 @@ class FakePynvml:
         value = self._value(gpu, f"violations.{name}", self._start_end(seen, start, end))
         return SimpleNamespace(referenceTime=0, violationTime=int(value))
 
-    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[int]) -> list[SimpleNamespace]:
+    def nvmlDeviceGetFieldValues(
+        self, handle: Any, field_ids: list[int | tuple[int, int]]
+    ) -> list[SimpleNamespace]:
         gpu, seen = self._device("nvmlDeviceGetFieldValues", handle, tuple(field_ids))
         out = []
-        for field_id in field_ids:
+        for asked in field_ids:
+            field_id, scope = asked if isinstance(asked, tuple) else (asked, 0)
             value: Any = None
+            code = NVML_ERROR_NOT_SUPPORTED
             kind, member = VALUE_TYPE_UNSIGNED_INT, "uiVal"
-            if field_id == FI_RECOVERY_ACTION:
+            if field_id in FI_NVLINK_THROUGHPUT:
+                value, code = self._nvlink_throughput(
+                    gpu, seen, FI_NVLINK_THROUGHPUT[field_id], scope
+                )
+                kind, member = VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal"
+            elif field_id == FI_RECOVERY_ACTION:
                 self._value(gpu, "recovery_action", 0)  # a recorded failure raises
                 value = gpu.get("recovery_action")
             elif field_id == FI_MEMORY_TEMP:
@@ -552,12 +582,59 @@ class FakePynvml:
             out.append(
                 SimpleNamespace(
                     fieldId=field_id,
-                    nvmlReturn=NVML_SUCCESS if value is not None else NVML_ERROR_NOT_SUPPORTED,
+                    scopeId=scope,
+                    nvmlReturn=NVML_SUCCESS if value is not None else code,
                     valueType=kind,
                     value=union,
                 )
             )
         return out
+
+    @staticmethod
+    def _nvlink_throughput(
+        gpu: dict[str, Any], seen: int, direction: str, scope: int
+    ) -> tuple[Any, int]:
+        """(KiB, return code): the recorded all-links count; where the recording summed the
+        links itself (the all-links scope refused), link 0 carries the sum, others 0."""
+        state = (gpu.get("unavailable") or {}).get("nvlink_throughput.counters")
+        if state is not None:
+            return None, CODE_BY_STATE.get(state, NVML_ERROR_UNKNOWN)
+        start = gpu.get("nvlink_throughput_kib_start") or {}
+        end = gpu.get("nvlink_throughput_kib_end") or {}
+        recorded = FakePynvml._start_end(seen, start, end or None) or {}
+        summed = "links_summed" in recorded
+        if (scope == SCOPE_ALL_LINKS) == summed:
+            return None, NVML_ERROR_NOT_SUPPORTED
+        value = recorded.get(direction)
+        if summed and scope != 0:
+            value = 0 if value is not None else None
+        return value, NVML_ERROR_NOT_SUPPORTED
+
+    # ---- memory, energy ----------------------------------------------------------------
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any, version: int | None = None) -> SimpleNamespace:
+        gpu, seen = self._device("nvmlDeviceGetMemoryInfo", handle, version)
+        sample = self._io_sample(gpu, seen, "mem_total_bytes")
+        self._value(gpu, "memory", sample)
+        assert sample is not None
+        reserved = sample.get("mem_reserved_bytes")
+        if version is not None and (version != MEMORY_V2 or reserved is None):
+            raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)  # recorded from v1
+        total, used = int(sample["mem_total_bytes"]), int(sample["mem_used_bytes"])
+        if version is None:
+            return SimpleNamespace(total=total, free=total - used, used=used)
+        return SimpleNamespace(
+            version=version,
+            total=total,
+            reserved=int(reserved),
+            free=total - used - int(reserved),
+            used=used,
+        )
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        gpu, seen = self._device("nvmlDeviceGetTotalEnergyConsumption", handle)
+        value = self._start_end(seen, gpu.get("energy_mj_start"), gpu.get("energy_mj_end"))
+        return int(self._value(gpu, "energy", value))
 
     # ---- memory errors -----------------------------------------------------------------
 
@@ -699,10 +776,15 @@ class FakePynvml:
         seen = self._enter("nvmlGpmMetricsGet", (first.gpu,), (first.gpu,))
         recorded = gpu.get("gpm") or [{}]
         row = recorded[min(seen, len(recorded) - 1)]
+        unavailable = gpu.get("unavailable") or {}
         for slot in range(request.numMetrics):
             metric = request.metrics[slot]
             value = row.get(_GPM_METRICS.get(metric.metricId, ""))
-            metric.nvmlReturn = NVML_SUCCESS if value is not None else NVML_ERROR_NOT_SUPPORTED
+            state = unavailable.get(_GPM_KEYS.get(metric.metricId, ""))
+            failed = CODE_BY_STATE.get(state, NVML_ERROR_UNKNOWN) if state else None
+            metric.nvmlReturn = (
+                NVML_SUCCESS if value is not None else failed or NVML_ERROR_NOT_SUPPORTED
+            )
             metric.value = float(value) if value is not None else 0.0
         return request
 

@@ -106,13 +106,19 @@ def test_a_site_profile_overrides_keys_and_params_of_a_built_in_one(tmp_path: Pa
     profiles = load_profiles([tmp_path])
     h200 = profiles["h200-sxm"]
     assert h200.data["tdp_w"] == 600
-    assert h200.data["nvlink"] == {"links": 18, "per_pair": 18}  # kept from the built-in
+    # kept from the built-in
+    assert h200.data["nvlink"] == {"links": 18, "per_pair": 18, "link_gbs_per_direction": 25}
     assert h200.params == {"temp_dfs_c": 80}
     assert "h200-nvl" in profiles
 
 
-def test_the_b200_profile_sets_nvlink5_bandwidth() -> None:
-    assert PROFILES["b200"].params == {"nvlink_link_gbs_per_direction": 50}
+@pytest.mark.parametrize(
+    ("name", "gbs"), [("h200-sxm", 25), ("h100-sxm", 25), ("a100-sxm-80gb", 25), ("b200", 50)]
+)
+def test_nvlink_boards_give_their_link_rate_per_direction(name: str, gbs: int) -> None:
+    # NVIDIA's figures: NVLink 3/4 50 GB/s per link both ways, NVLink 5 100 GB/s
+    assert PROFILES[name].data["nvlink"]["link_gbs_per_direction"] == gbs
+    assert PROFILES[name].params == {}
 
 
 @pytest.mark.parametrize("name", ["l40s", "h100-pcie"])

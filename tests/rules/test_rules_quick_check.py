@@ -236,7 +236,59 @@ CASES = [
         ),
         profile="b200",
     ),
-    Case("no NVLink throughput facts (today's checks)", "quick_check.nvlink_bandwidth_bound", {}),
+    Case(
+        "383 GB/s: just past 85 % of 450",
+        "quick_check.nvlink_bandwidth_bound",
+        telemetry(
+            0, BUSY, {"nvlink_rx_bytes_per_s": stats(0.0), "nvlink_tx_bytes_per_s": stats(383e9)}
+        ),
+        (0,),
+    ),
+    Case(
+        "382 GB/s: just under 85 % of 450",
+        "quick_check.nvlink_bandwidth_bound",
+        telemetry(
+            0, BUSY, {"nvlink_rx_bytes_per_s": stats(382e9), "nvlink_tx_bytes_per_s": stats(0.0)}
+        ),
+    ),
+    Case(
+        "300 GB/s on 13 active links (325 GB/s one way)",
+        "quick_check.nvlink_bandwidth_bound",
+        merge(
+            telemetry(
+                1,
+                BUSY,
+                {"nvlink_rx_bytes_per_s": stats(300e9), "nvlink_tx_bytes_per_s": stats(1e9)},
+            ),
+            {"nvlink@1": {"links_active": 13}},
+        ),
+        (1,),
+    ),
+    Case(
+        "a profile without a link rate: capacity unknown, not judged",
+        "quick_check.nvlink_bandwidth_bound",
+        telemetry(
+            0, BUSY, {"nvlink_rx_bytes_per_s": stats(440e9), "nvlink_tx_bytes_per_s": stats(0.0)}
+        ),
+        profile={"name": "bridged-card", "nvlink": {"links": 18}},
+    ),
+    Case(
+        "no active NVLink",
+        "quick_check.nvlink_bandwidth_bound",
+        merge(
+            telemetry(
+                0,
+                BUSY,
+                {"nvlink_rx_bytes_per_s": stats(440e9), "nvlink_tx_bytes_per_s": stats(0.0)},
+            ),
+            {"nvlink@0": ALL_INACTIVE},
+        ),
+    ),
+    Case(
+        "an idle node recorded before NVLink throughput was read",
+        "quick_check.nvlink_bandwidth_bound",
+        {},
+    ),
     # ---------------------------------------------------------------- thermal
     Case(
         "85 °C with SW thermal slowdown",
@@ -574,6 +626,21 @@ def test_a_site_file_overrides_a_threshold_without_copying_a_rule(
     assert fired_on(verdicts, "quick_check.hbm_bandwidth_bound") == [0]
 
 
+def test_without_a_profile_the_nvlink_capacity_is_unknown(
+    idle_results: list[CheckResult],
+) -> None:
+    results = edited(
+        idle_results,
+        telemetry(
+            0, BUSY, {"nvlink_rx_bytes_per_s": stats(440e9), "nvlink_tx_bytes_per_s": stats(0.0)}
+        ),
+    )
+    mine = [v for v in evaluate(results, None) if v.rule == "quick_check.nvlink_bandwidth_bound"]
+    assert [(v.status, v.reason) for v in mine] == [
+        (Status.SKIPPED, "no hardware profile selected")
+    ]
+
+
 def test_site_params_win_over_a_profiles_params(idle_results: list[CheckResult]) -> None:
     results = edited(
         idle_results,
@@ -581,11 +648,11 @@ def test_site_params_win_over_a_profiles_params(idle_results: list[CheckResult])
             0, BUSY, {"nvlink_rx_bytes_per_s": stats(400e9), "nvlink_tx_bytes_per_s": stats(0.0)}
         ),
     )
-    b200 = PROFILES["b200"]
-    assert b200.params["nvlink_link_gbs_per_direction"] == 50
-    assert fired_on(evaluate(results, b200), "quick_check.nvlink_bandwidth_bound") == []
-    site = {"nvlink_link_gbs_per_direction": 25}
-    assert fired_on(evaluate(results, b200, site), "quick_check.nvlink_bandwidth_bound") == [0]
+    h200 = PROFILES["h200-sxm"].data
+    lenient = profile_of({**h200, "name": "lenient", "params": {"nvlink_bw_bound_pct": 95}})
+    assert fired_on(evaluate(results, lenient), "quick_check.nvlink_bandwidth_bound") == []
+    site = {"nvlink_bw_bound_pct": 85}
+    assert fired_on(evaluate(results, lenient, site), "quick_check.nvlink_bandwidth_bound") == [0]
 
 
 def test_every_number_is_a_param() -> None:

@@ -25,14 +25,7 @@ CHECKS = discover()
 SCHEMA = activation(CHECKS, ProfileSchema.of_checks(CHECKS).json_schema())
 PARSER = celpy.Environment()
 # Shipped rules that read facts no check writes: each is refused until the check writes them.
-KNOWN_UNDECLARED = {
-    # gpu_telemetry does not read GPM's NVLink throughput (NVLINK_TOTAL_RX/TX_PER_SEC) yet;
-    # the rule's guard keeps it quiet until then (rules/quick-check.yaml says so).
-    "quick_check.nvlink_bandwidth_bound": {
-        "gpu.gpu_telemetry.nvlink_rx_bytes_per_s",
-        "gpu.gpu_telemetry.nvlink_tx_bytes_per_s",
-    },
-}
+KNOWN_UNDECLARED: dict[str, set[str]] = {}
 
 
 def problems(expression: str, scope: str = "gpu") -> list[str]:
