@@ -34,7 +34,9 @@ def from_gpm(records: object, stats: Stats) -> Throughput | None:
     out: dict[str, dict[str, float]] = {}
     for direction, name in GPM_FIELDS.items():
         values = [
-            float(r[name]) * MIB for r in records if isinstance(r, dict) and _is_number(r.get(name))
+            number * MIB
+            for r in records
+            if isinstance(r, dict) and (number := _number(r.get(name))) is not None
         ]
         summary = stats(values)
         if summary is None:
@@ -53,19 +55,21 @@ def from_counters(
         return None
     out: dict[str, dict[str, float]] = {}
     for direction in DIRECTIONS:
-        first, last = start.get(direction), end.get(direction)
-        if not _is_number(first) or not _is_number(last):
+        first, last = _number(start.get(direction)), _number(end.get(direction))
+        if first is None or last is None:
             return None
         if seconds is None:
             return no_window or "no window to take a rate over"
         if last < first:
-            return f"the {direction} counter went back ({first} -> {last} KiB): reset, no rate"
-        summary = stats([(float(last) - float(first)) * KIB / seconds])
+            return f"the {direction} counter went back ({first:g} -> {last:g} KiB): reset, no rate"
+        summary = stats([(last - first) * KIB / seconds])
         if summary is None:
             return None
         out[direction] = summary
     return Throughput("counters", out)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

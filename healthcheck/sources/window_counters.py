@@ -115,29 +115,31 @@ def _nvlink_throughput(rec: GpuRecorder, handle: Any, links: list[int]) -> dict[
     names = list(NVLINK_THROUGHPUT_FIELDS)
     fields: list[Field] = [(f, SCOPE_ALL_LINKS) for f in NVLINK_THROUGHPUT_FIELDS.values()]
     readings = read_fields(rec.nvml, handle, fields)
-    if _all_counts(readings):
-        return {name: r.value for name, r in zip(names, readings, strict=True)}
+    totals = _counts(readings)
+    if totals is not None:
+        return dict(zip(names, totals, strict=True))
     failed = next((r for r in readings if not r.ok), None)
     if failed is None or failed.state not in ("not_supported", "error"):
         rec.keep(NVLINK_THROUGHPUT_KEY, failed or Reading(None, "error", "no count"))
         return {}
     per_link: list[Field] = [(f, link) for f in NVLINK_THROUGHPUT_FIELDS.values() for link in links]
-    by_link = read_fields(rec.nvml, handle, per_link)
-    if not _all_counts(by_link):
+    by_link = _counts(read_fields(rec.nvml, handle, per_link))
+    if by_link is None:
         rec.keep(NVLINK_THROUGHPUT_KEY, failed)  # the all-links answer says why
         return {}
     out: dict[str, Any] = {
-        name: sum(int(r.value) for r in by_link[i * len(links) : (i + 1) * len(links)])
-        for i, name in enumerate(names)
+        name: sum(by_link[i * len(links) : (i + 1) * len(links)]) for i, name in enumerate(names)
     }
     out["links_summed"] = len(links)
     return out
 
 
-def _all_counts(readings: list[Reading[Any]]) -> bool:
-    return all(
-        r.ok and isinstance(r.value, int) and not isinstance(r.value, bool) for r in readings
-    )
+def _counts(readings: list[Reading[Any]]) -> list[int] | None:
+    """Every reading's count, or None unless each is one."""
+    counts = [r.value for r in readings if r.ok and isinstance(r.value, int)]
+    if len(counts) != len(readings) or any(isinstance(c, bool) for c in counts):
+        return None
+    return counts
 
 
 def _violations(rec: GpuRecorder, handle: Any) -> dict[str, Any]:

@@ -231,7 +231,7 @@ def test_h200_profile_holds_what_the_rules_read_and_matches_the_recorded_gpus() 
     profile = load_profiles([])["h200-sxm"]
     data = profile.data
     assert data["gpus_per_board"] == 8 and data["tdp_w"] == 700 and data["slowdown_c"] == 89
-    assert data["nvlink"] == {"links": 18, "per_pair": 18}
+    assert data["nvlink"] == {"links": 18, "per_pair": 18, "link_gbs_per_direction": 25}
     assert data["pcie"] == {"gen": 5, "width": 16}
     assert data["nic_pairing"] == ["PIX", "PXB"]
     assert matches(data, {"name": "NVIDIA H200", "pci_device_id": "233510de"})
