@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from gpu_helpers import TESTS, run_bundle
 from sitscheck.models import CheckResult, Metric, Status
+from sitscheck.report.prom import render_prom
 
 V2 = TESTS / "bundles" / "h200x1-idle-v2"
 V1 = TESTS / "bundles" / "h200x2-idle-v1"
@@ -118,6 +119,23 @@ def test_the_single_gpu_has_no_nvlink_to_judge(tmp_path: Path) -> None:
     assert "GPU 0: NVLink: not supported by this GPU or driver" in nvlink.not_judged
     bound = [v for v in report.verdicts if v.rule == "quick_check.nvlink_bandwidth_bound"]
     assert bound and all(v.status == Status.OK for v in bound)
+
+
+def test_the_readings_go_out_to_prometheus_in_base_units() -> None:
+    raw = recorded()
+    exposition = render_prom(run_bundle(V2, CHECKS)).splitlines()
+
+    def series(name: str) -> list[str]:
+        return [line for line in exposition if line.startswith(name + "{")]
+
+    assert "# TYPE sitscheck_hw_energy_joules_total counter" in exposition
+    (energy,) = series("sitscheck_hw_energy_joules_total")
+    assert float(energy.rsplit(" ", 1)[1]) == pytest.approx(raw["energy_mj_end"] / 1000)
+    assert "# TYPE sitscheck_hw_gpu_memory_limit_bytes gauge" in exposition
+    (limit,) = series("sitscheck_hw_gpu_memory_limit_bytes")
+    assert float(limit.rsplit(" ", 1)[1]) == raw["samples"][0]["mem_total_bytes"]
+    nvlink = series("sitscheck_gpu_nvlink_throughput_bytes_per_second")
+    assert sorted('network_io_direction="receive"' in line for line in nvlink) == [False, True]
 
 
 def test_gpm_nvlink_totals_are_mib_per_second_per_interval(tmp_path: Path) -> None:
