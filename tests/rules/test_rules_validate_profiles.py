@@ -58,7 +58,7 @@ def test_the_checks_declare_the_keys_the_built_in_rules_read() -> None:
         (("tdp_w: 700", "tdpw: 700"), 16, "unknown profile key 'tdpw' (did you mean 'tdp_w'?)"),
         (
             ("slowdown_c: 89", 'slowdown_c: "eighty-nine"'),
-            23,
+            27,
             "profile key 'slowdown_c' must be a number, not 'eighty-nine'",
         ),
         (
@@ -68,9 +68,14 @@ def test_the_checks_declare_the_keys_the_built_in_rules_read() -> None:
         ),
         (("gpus_per_board: 8", "gpus_per_board: 8.5"), 15, "'gpus_per_board' must be an integer"),
         (("tdp_w: 700", "tdp_w: true"), 16, "'tdp_w' must be a number, not True"),
-        (("  gen: 5\n  width: 16", "  16"), 21, "'pcie' must be a mapping, not 16"),
-        (("nic_pairing: [PIX, PXB]", "nic_pairing: PIX"), 28, "must be a list of strings"),
-        (("nic_pairing: [PIX, PXB]", "nic_pairing: [PIX, 3]"), 28, "'nic_pairing[1]' must be a"),
+        (("  gen: 5\n  width: 16", "  16"), 25, "'pcie' must be a mapping, not 16"),
+        (("nic_pairing: [PIX, PXB]", "nic_pairing: PIX"), 32, "must be a list of strings"),
+        (("nic_pairing: [PIX, PXB]", "nic_pairing: [PIX, 3]"), 32, "'nic_pairing[1]' must be a"),
+        (
+            ("link_gbs_per_direction: 25", "link_gbs_per_direction: fast"),
+            23,
+            "profile key 'nvlink.link_gbs_per_direction' must be a number, not 'fast'",
+        ),
         (("name: h200-sxm\n", ""), 11, "a profile needs 'name'"),
     ],
 )
