@@ -115,7 +115,7 @@ def test_a_gpm_nvlink_metric_that_fails_is_noted() -> None:
     for record in gpu["gpm"]:
         record["nvlink_rx_mib_s"] = record["nvlink_tx_mib_s"] = None
     gpu["unavailable"]["nvlink_throughput.gpm"] = "error"
-    (got,) = snapshot(FakePynvml(recording))["gpus"]
+    (got,) = snapshot(FakePynvml(recording), window_s=2.0)["gpus"]  # a GPM interval or two
     assert got["gpm"] and all(r["nvlink_rx_mib_s"] is None for r in got["gpm"])
     assert all(r["sm_util"] == 0.0 for r in got["gpm"])  # the other metrics are unaffected
     assert got["unavailable"]["nvlink_throughput.gpm"] == "error"
