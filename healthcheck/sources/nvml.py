@@ -146,7 +146,12 @@ class Nvml:
         supported" is kept apart from the errors."""
         if code == 0:
             return "ok"
-        return _STATE_BY_ERROR_NAME.get(self.error_name(code) or "", "error")
+        name = self.error_name(code) or ""
+        if name == "NVML_ERROR_INVALID_ARGUMENT":
+            # in a field value or a GPM metric: an id this driver does not know (a field added
+            # by a later driver), which is "not supported here", not a failed read
+            return "not_supported"
+        return _STATE_BY_ERROR_NAME.get(name, "error")
 
     def error_name(self, code: object) -> str | None:
         """`NVML_ERROR_NOT_SUPPORTED` for 3, as the binding names its return codes."""

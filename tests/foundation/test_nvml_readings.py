@@ -135,3 +135,16 @@ def test_a_hung_call_is_a_timeout_under_the_deadline(function: str, key: str) ->
     (got,) = snapshot(fake, deadline_s=0.3, window_s=0.5)["gpus"]
     assert got["unavailable"][key] == "timeout"
     assert function in got["failures"][key] and "did not return within 0.3s" in got["failures"][key]
+
+
+def test_a_field_id_the_driver_does_not_know_is_not_supported_not_an_error() -> None:
+    """Field values and GPM metrics carry their own return code: INVALID_ARGUMENT there is a
+    field id an older driver does not know (not a failed read, which would make the check
+    UNKNOWN on every node of that driver); any other code is an error."""
+    from sitscheck.sources.nvml import Nvml
+
+    nvml = Nvml(FakePynvml(V2), 5.0)  # type: ignore[arg-type]
+    assert nvml.return_state(0) == "ok"
+    assert nvml.return_state(2) == "not_supported"  # NVML_ERROR_INVALID_ARGUMENT
+    assert nvml.return_state(3) == "not_supported"  # NVML_ERROR_NOT_SUPPORTED
+    assert nvml.return_state(999) == "error"  # NVML_ERROR_UNKNOWN
