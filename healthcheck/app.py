@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from . import interrupt
-from .assemble import build_report
-from .bandwidth.probe import budget_s
 from .config import SITE_DIR, RunConfig
 from .contract import Check
 from .contract.evidence import DeclaredEvidence, gather
@@ -25,7 +23,9 @@ from .engine.loader import load_profiles, load_rules, rule_files
 from .engine.model import Profile, RuleSet
 from .errors import ConfigError
 from .models import CheckResult, Report
+from .probes.bandwidth.probe import budget_s
 from .profiles import select_profile
+from .report.assemble import build_report
 from .sources.base import Sources
 from .sources.bundle import opened_bundle
 from .sources.live import LiveOptions, LiveSources

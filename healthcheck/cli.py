@@ -202,7 +202,7 @@ def _run(
 
     from .app import RunRequest
     from .export.settings import resolve_settings
-    from .report.outputs import parse_outputs
+    from .reporters.outputs import parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
@@ -219,7 +219,7 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
         typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
         return EXIT_INTERRUPTED
     if any(spec.name == "npd" for spec in specs):
-        from .report.npd import npd_exit_code
+        from .reporters.npd import npd_exit_code
 
         return npd_exit_code(report)
     return int(report.exit_code)
@@ -228,7 +228,7 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: Any) -> Any:
     """One run: execute (through the daemon state in timer mode), deliver, export."""
     from .app import execute
-    from .report.outputs import OutputError, deliver
+    from .reporters.outputs import OutputError, deliver
 
     report = _daemon_run(config, request) if config.daemon else execute(request)
     failed: OutputError | None = None
@@ -311,7 +311,7 @@ def daemon(
         from .app import RunRequest
         from .daemon.loop import serve
         from .export.settings import resolve_settings
-        from .report.outputs import parse_outputs
+        from .reporters.outputs import parse_outputs
 
         settings = _config({"state_dir": state_dir, "sys_root": sys_root, "daemon": True}, config)
         specs = parse_outputs(output or ["prom=/var/lib/node_exporter/textfile_collector"])
@@ -460,7 +460,7 @@ def explain(code: str, rules: RulesOpt = None) -> None:
     def body() -> int:
         from .contract.registry import discover
         from .engine.loader import load_rules, rule_files
-        from .explain import explain_text
+        from .report.explain import explain_text
 
         ruleset = load_rules(rule_files(list(rules or [])))
         typer.echo(explain_text(code, ruleset, discover()), nl=False)
@@ -483,7 +483,7 @@ def schema(
         raise typer.Exit(_guarded(lambda: _facts_schema(facts)))
     if profile:
         raise typer.Exit(_guarded(_profile_schema))
-    from .report.json_report import report_schema
+    from .reporters.json_report import report_schema
 
     typer.echo(report_schema(), nl=False)
 

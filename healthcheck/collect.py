@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .bandwidth import BANDWIDTH_JSON
 from .contract.declarations import resolve
 from .contract.evidence import DeclaredEvidence
+from .probes.bandwidth import BANDWIDTH_JSON
 from .sources import artifacts as names
 from .sources.files import FileTree
 from .sources.live import LiveSources

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from sitscheck.bandwidth import BANDWIDTH_JSON
 from sitscheck.checks.pcie_link.impl import read_chain
 from sitscheck.checks.pcie_link.judge import Chain
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpu.judging import skip_unless_driver
+from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.values import SmiParseError
 from sitscheck.sources import artifacts as names

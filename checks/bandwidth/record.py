@@ -1,6 +1,7 @@
 """Pure: the bandwidth probe's record (`bandwidth.json`) read into typed figures.
 
-The record is what `python -m sitscheck.bandwidth` printed (see `sitscheck.bandwidth.measure`):
+The record is what `python -m sitscheck.probes.bandwidth` printed (see
+`sitscheck.probes.bandwidth.measure`):
 per CUDA ordinal the GPU's identity and its best host→device, device→host and device-local
 figures; the concurrent host→device round; the peer writes. Anything else in it is ignored; a
 record of another format or version, or one that is not JSON, is refused with the reason.
@@ -12,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sitscheck.bandwidth import FORMAT
+from sitscheck.probes.bandwidth import FORMAT
 
 VERSION = 1
 

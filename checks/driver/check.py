@@ -24,7 +24,6 @@ class DriverCheck(LazyCheck):
             "VBIOS, persistence mode, recovery action), nvidia-smi -L, --query-gpu CSV and -q; "
             "the driver probe (/proc/driver/nvidia/version, /dev/nvidiactl)"
         ),
-
         commands=GPU_VIEW_COMMANDS,
         nvml=(
             "name",

@@ -6,10 +6,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sitscheck.contract.vanished import vanished_finding
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.times import span_minutes
 from sitscheck.models import Device, Evidence, Finding, Severity
-from sitscheck.sysfs_vanished import vanished_finding
 
 from .codes import CODES
 from .parse import AerEvent

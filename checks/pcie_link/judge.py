@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from sitscheck.contract import CheckOutput
+from sitscheck.contract.vanished import vanished_finding
 from sitscheck.gpu.calls import source_name
 from sitscheck.gpu.judging import judge_each
 from sitscheck.gpu.readings import number, sample_values, stats
 from sitscheck.gpu.view import GpuFleet, GpuView
 from sitscheck.models import Evidence, Finding, Severity
-from sitscheck.sysfs_vanished import vanished_finding
 
 from .codes import CODES
 from .links import PortLink, Vanished, expected

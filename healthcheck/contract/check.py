@@ -63,7 +63,6 @@ class CheckContext:
         """This check's handler result from the run's one kernel-log pass (made on first ask,
         shared by every check that declared an interest)."""
         if self.kernel_pass is None:
-
             raise ProbeTimeout(f"check {self.name} declared no kernel-log interest")
         return self.kernel_pass.result_for(self.name)
 

@@ -88,7 +88,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _EXCERPT_CHARS = 1000
 
 
-
 @dataclass(frozen=True)
 class HostInfo:
     """What the resource says of the machine: only for a live run (a replay is another host)."""

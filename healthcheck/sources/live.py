@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..bandwidth import BANDWIDTH_JSON
 from ..contract.declarations import CommandSpec
+from ..probes.bandwidth import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
@@ -26,7 +26,7 @@ from .kernel_log import open_live_kernel_log
 from .nvml import Nvml, NvmlUnavailable
 
 if TYPE_CHECKING:
-    from ..load import LoadHandle
+    from ..probes.load import LoadHandle
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 DEV_CTL = "/dev/nvidiactl"
@@ -148,7 +148,7 @@ class LiveSources(Memo):
         return snapshot, None
 
     def _start_load(self) -> dict[str, object]:
-        from ..load import start_load
+        from ..probes.load import start_load
 
         self._load = start_load(float(self.options.load_seconds or 0.0))
         return self._load.summary()
@@ -181,7 +181,7 @@ class LiveSources(Memo):
         self.gpu_snapshot()
         if self._load is not None:
             self._load.stop()
-        from ..bandwidth.probe import run_probe
+        from ..probes.bandwidth.probe import run_probe
 
         return run_probe(self.runner, self.options.bandwidth_s)
 

@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 from bandwidth_bundles import RECORDED, TWO_H200
 from sitscheck.app import RunRequest, execute
-from sitscheck.bandwidth import BANDWIDTH_JSON
-from sitscheck.bandwidth.cuda import format_uuid
-from sitscheck.bandwidth.probe import is_record, run_probe
 from sitscheck.checks.bandwidth.check import BandwidthCheck
 from sitscheck.checks.bandwidth.expect import narrowest, pcie_gbs, shared_ports
 from sitscheck.checks.bandwidth.impl import NOT_ASKED, BandwidthImpl
@@ -25,6 +22,9 @@ from sitscheck.checks.pcie_link.links import PortLink
 from sitscheck.collect import collect_bundle
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
+from sitscheck.probes.bandwidth import BANDWIDTH_JSON
+from sitscheck.probes.bandwidth.cuda import format_uuid
+from sitscheck.probes.bandwidth.probe import is_record, run_probe
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 

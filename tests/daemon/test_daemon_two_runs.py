@@ -11,12 +11,12 @@ import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from sitscheck.assemble import build_report
 from sitscheck.checks.pcie_aer.check import PcieAerCheck
 from sitscheck.checks.xid.check import XidCheck
 from sitscheck.config import RunConfig
 from sitscheck.daemon import DaemonSession
 from sitscheck.models import Report, Status
+from sitscheck.report.assemble import build_report
 from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 

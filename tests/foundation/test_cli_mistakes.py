@@ -101,7 +101,7 @@ def test_the_replay_header_says_when_the_bundle_was_recorded(tmp_path: Path) -> 
 def test_the_terminal_report_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     from sitscheck.app import RunRequest, execute
     from sitscheck.config import RunConfig
-    from sitscheck.report.table import render_rich
+    from sitscheck.reporters.table import render_rich
 
     monkeypatch.setenv("COLUMNS", "80")  # what a terminal of 80 columns tells its programs
     report = execute(RunRequest(RunConfig(), bundle=str(BUNDLE)))

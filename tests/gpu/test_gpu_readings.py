@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from gpu_helpers import TESTS, run_bundle
 from sitscheck.models import CheckResult, Metric, Status
-from sitscheck.report.prom import render_prom
+from sitscheck.reporters.prom import render_prom
 
 V2 = TESTS / "bundles" / "h200x1-idle-v2"
 V1 = TESTS / "bundles" / "h200x2-idle-v1"

@@ -94,7 +94,7 @@ def test_the_daemon_logs_an_unwritable_output_in_one_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     from sitscheck.daemon import loop
-    from sitscheck.report.outputs import OutputError
+    from sitscheck.reporters.outputs import OutputError
 
     def run_once() -> None:
         raise OutputError("--output json=/dev/full: No space left on device")

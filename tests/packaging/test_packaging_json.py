@@ -14,7 +14,7 @@ from sitscheck.config import RunConfig
 from sitscheck.engine.loader import load_rules, rule_files, shipped_rules_dirs
 from sitscheck.errors import RuleError
 from sitscheck.models import ActionCategoryName, Report
-from sitscheck.report.json_report import render_json
+from sitscheck.reporters.json_report import render_json
 
 REPO = Path(__file__).resolve().parents[2]
 FAULTS = REPO / "tests" / "bundles" / "faults"

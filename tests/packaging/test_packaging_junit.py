@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from sitscheck.models import CheckResult, Report, Status
-from sitscheck.report.junit import render_junit
+from sitscheck.reporters.junit import render_junit
 
 
 def parse(text: str) -> ET.Element:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from sitscheck.models import CheckResult, Device, Finding, Layer, Report, Severity, Status, Verdict
-from sitscheck.report.npd import fit, npd_exit_code, npd_line, render_npd, root_cause
+from sitscheck.reporters.npd import fit, npd_exit_code, npd_line, render_npd, root_cause
 
 
 def with_status(report: Report, status: Status, **update: object) -> Report:

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from sitscheck.models import Report
-from sitscheck.report.prom import PROM_FILE, prom_name, render_prom, write_prom
+from sitscheck.reporters.prom import PROM_FILE, prom_name, render_prom, write_prom
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
-from sitscheck.report.prom import dcgm_bus_id, render_prom
+from sitscheck.reporters.prom import dcgm_bus_id, render_prom
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLES = REPO / "tests" / "bundles"

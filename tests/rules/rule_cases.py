@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sitscheck.assemble import mark_explanations
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_profiles, load_rules, rule_files
 from sitscheck.engine.model import Profile, RuleSet
 from sitscheck.models import CheckResult, Status, Verdict
+from sitscheck.report.assemble import mark_explanations
 
 ENV = CelEnvironment()
 RULESET = load_rules(rule_files([]), ENV)

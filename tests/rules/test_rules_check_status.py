@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from rule_scenarios import materialise
 from sitscheck.app import RunRequest, execute
-from sitscheck.assemble import checks_of, with_verdicts
 from sitscheck.config import RunConfig
 from sitscheck.models import CheckResult, Device, Report, Status, Verdict
-from sitscheck.report.json_report import render_json
-from sitscheck.report.table import render_text
+from sitscheck.report.assemble import checks_of, with_verdicts
+from sitscheck.reporters.json_report import render_json
+from sitscheck.reporters.table import render_text
 
 
 def replay(bundle: Path) -> Report:

@@ -13,9 +13,9 @@ from sitscheck.contract.declarations import CodeSpec, declaration_of
 from sitscheck.contract.registry import discover
 from sitscheck.engine.loader import load_rules, rule_files
 from sitscheck.errors import ConfigError
-from sitscheck.explain import Explanation
-from sitscheck.explain import explain as explain_with
-from sitscheck.explain import explain_text as explain_text_with
+from sitscheck.report.explain import Explanation
+from sitscheck.report.explain import explain as explain_with
+from sitscheck.report.explain import explain_text as explain_text_with
 from typer.testing import CliRunner
 
 RULESET = load_rules(rule_files([]))

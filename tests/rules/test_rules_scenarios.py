@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rule_scenarios import BUNDLES, expected, materialise, names, replay
 from sitscheck.models import Report, Status
-from sitscheck.report.table import render_text
+from sitscheck.reporters.table import render_text
 
 SCENARIOS = names()
 ABOVE_OK = (Status.WARNING, Status.CRITICAL, Status.UNKNOWN)

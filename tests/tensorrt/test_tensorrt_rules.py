@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sitscheck.assemble import mark_explanations
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import builtin_rules_dir, load_rules, rule_files
 from sitscheck.models import CheckResult, Status, Verdict
+from sitscheck.report.assemble import mark_explanations
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import H200_BUILD, SEED_EXAMPLE, collect, make_bundle
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from sitscheck.app import RunRequest, execute
-from sitscheck.assemble import mark_explanations
 from sitscheck.checks.topology.parse import parse_topo
 from sitscheck.config import RunConfig
 from sitscheck.contract.registry import discover, select
@@ -26,6 +25,7 @@ from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_profiles, load_rules
 from sitscheck.models import CheckResult, Status, Verdict
 from sitscheck.profiles import select_profile
+from sitscheck.report.assemble import mark_explanations
 from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources

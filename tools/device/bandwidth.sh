@@ -8,7 +8,7 @@
 # script and bandwidth_paths.py into .whl/ and run `bash .whl/bandwidth.sh`).
 here=$(cd "$(dirname "$0")" && pwd)  # tools/device, or the folder the script was carried in
 . tools/device/setup.sh
-bw() { python3 -m sitscheck.bandwidth "$@"; }
+bw() { python3 -m sitscheck.probes.bandwidth "$@"; }
 used() { nvidia-smi --query-gpu=index,memory.used --format=csv,noheader | tr '\n' ' '; }
 {
   nvidia-smi -L; nvidia-smi --query-gpu=index,name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv
@@ -20,7 +20,7 @@ used() { nvidia-smi --query-gpu=index,memory.used --format=csv,noheader | tr '\n
   t=$(date +%s%N); bw --deadline-s 0.3 > "$log/probe-deadline.json"; rc=$?
   echo "probe --deadline-s 0.3: rc=$rc wall $(ms "$t") ms"
   # SIGTERM while measuring: python itself in the background (a function would fork a shell)
-  python3 -m sitscheck.bandwidth --deadline-s 20 --mib 1024 --samples 50 \
+  python3 -m sitscheck.probes.bandwidth --deadline-s 20 --mib 1024 --samples 50 \
     > "$log/probe-sigterm.json" & pid=$!
   sleep 1.5
   t=$(date +%s%N); kill -TERM "$pid"; wait "$pid"; rc=$?

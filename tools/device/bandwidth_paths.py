@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from sitscheck.bandwidth.cuda import Driver
-from sitscheck.bandwidth.measure import Gpu, Plan, alone, concurrent_h2d, open_gpu, series
+from sitscheck.probes.bandwidth.cuda import Driver
+from sitscheck.probes.bandwidth.measure import Gpu, Plan, alone, concurrent_h2d, open_gpu, series
 
 
 def main(ways: int) -> None:

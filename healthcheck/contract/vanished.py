@@ -7,8 +7,8 @@ the message names the device, the folder and what was being read. Pure.
 
 from __future__ import annotations
 
-from .contract.declarations import CodeTable
-from .models import Device, Evidence, Finding, Severity
+from ..models import Device, Evidence, Finding, Severity
+from .declarations import CodeTable
 
 
 def vanished_finding(

@@ -1,6 +1,6 @@
 """Start the bandwidth probe from sitscheck: a child process under a deadline, its record back.
 
-The child (`python -m sitscheck.bandwidth`) leads its own process group (CommandRunner), so a
+The child (`python -m sitscheck.probes.bandwidth`) leads its own process group (CommandRunner), so a
 CUDA call that hangs costs its timeout and nothing more: the group is killed, and the driver
 releases a killed process's memory. The record it prints is the `bandwidth.json` artifact a
 bundle keeps and a replay reads.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..sources.base import Artifact
-from ..sources.command import CommandRunner
+from ...sources.base import Artifact
+from ...sources.command import CommandRunner
 from . import BANDWIDTH_JSON, FORMAT
 
 # The probe stops itself at its deadline; this much more is left for releasing its memory and
@@ -28,7 +28,7 @@ def budget_s(check_timeout_s: float) -> float:
 
 
 def run_probe(runner: CommandRunner, budget: float) -> Artifact:
-    argv = (sys.executable, "-m", "sitscheck.bandwidth", "--deadline-s", f"{budget:g}")
+    argv = (sys.executable, "-m", "sitscheck.probes.bandwidth", "--deadline-s", f"{budget:g}")
     result = runner.run(argv, timeout=budget + GRACE_S)
     text = result.stdout.strip()
     if is_record(text):

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract.declarations import CodeSpec, declaration_of
-from .engine.model import Rule, RuleSet
-from .errors import ConfigError
+from ..contract.declarations import CodeSpec, declaration_of
+from ..engine.model import Rule, RuleSet
+from ..errors import ConfigError
 
 WIDTH = 100
 LABEL = 14

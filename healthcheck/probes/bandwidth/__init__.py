@@ -2,7 +2,7 @@
 peer links deliver, measured in a child process through the CUDA driver API.
 
 `measure` does the measuring (inside the child), `cuda` is its ctypes boundary, `__main__` is
-the child's entry (`python -m sitscheck.bandwidth`), `probe` starts it from sitscheck under a
+the child's entry (`python -m sitscheck.probes.bandwidth`), `probe` starts it from sitscheck under a
 deadline and hands back its JSON record (`bandwidth.json` in a bundle).
 """
 

@@ -1,4 +1,4 @@
-"""`python -m sitscheck.bandwidth [--deadline-s S] [--mib N] [--samples N]`: measure, print
+"""`python -m sitscheck.probes.bandwidth [--deadline-s S] [--mib N] [--samples N]`: measure, print
 one JSON record on stdout.
 
 The process is disposable: SIGTERM stops the measuring between two samples, releases what was
@@ -25,7 +25,7 @@ EXIT_SIGTERM = 128 + signal.SIGTERM
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sitscheck.bandwidth")
+    parser = argparse.ArgumentParser(prog="python -m sitscheck.probes.bandwidth")
     parser.add_argument("--deadline-s", type=float, default=10.0)
     parser.add_argument("--mib", type=int, default=256, help="bytes per copy, MiB")
     parser.add_argument("--samples", type=int, default=5)

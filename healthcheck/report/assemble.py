@@ -15,8 +15,8 @@ import socket
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from . import __version__
-from .models import CheckResult, Report, Status, Verdict, worst
+from .. import __version__
+from ..models import CheckResult, Report, Status, Verdict, worst
 
 _FIRED = (Status.WARNING, Status.CRITICAL)
 

@@ -106,7 +106,7 @@ def start_load(duration_s: float, warmup_s: float = 1.5) -> LoadHandle:
     A separate process (its own session) keeps CUDA out of the checker: a crash or hang in
     the load cannot take the run with it, and stopping is a kill of its process group.
     """
-    argv = [sys.executable, "-m", "sitscheck.load", f"{duration_s:.1f}"]
+    argv = [sys.executable, "-m", "sitscheck.probes.load", f"{duration_s:.1f}"]
     try:
         process = subprocess.Popen(
             argv,
@@ -132,7 +132,7 @@ def start_load(duration_s: float, warmup_s: float = 1.5) -> LoadHandle:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m sitscheck.load SECONDS`: load every GPU, print `ready ENGINE`, then run."""
+    """`python -m sitscheck.probes.load SECONDS`: load every GPU, print `ready ENGINE`, then run."""
     duration = float(argv[0]) if argv else 10.0
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     workers = _Workers()
