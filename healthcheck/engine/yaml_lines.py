@@ -7,6 +7,7 @@ it starts on and the line of each entry, so a validation error names `file:line`
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,72 +42,139 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     return raw
 
 
+def _parser() -> Any:
+    """libyaml's parser where PyYAML was built with it (about 10x the pure-Python one), with
+    the same events and marks."""
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def check_events(path: Path, text: str) -> None:
     """Refuse anchors/aliases (no billion laughs) and nesting deeper than MAX_DEPTH (no
     recursion blow-up), from the event stream, before anything is built."""
+    for _event in _checked_events(path, text):
+        pass
+
+
+def _checked_events(path: Path, text: str) -> Iterator[yaml.Event]:
     depth = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        line = event.start_mark.line + 1 if event.start_mark else None
+    for event in yaml.parse(text, Loader=_parser()):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise RuleError(str(path), "YAML anchors/aliases are not allowed", line)
+            raise RuleError(str(path), "YAML anchors/aliases are not allowed", _line(event))
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise RuleError(str(path), f"nested deeper than {MAX_DEPTH} levels; refused", line)
+                raise RuleError(
+                    str(path), f"nested deeper than {MAX_DEPTH} levels; refused", _line(event)
+                )
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
+        yield event
 
 
 def load_yaml(path: Path) -> Any:
+    """The document, built in one pass over libyaml's events: checked (`check_events`) and
+    built as they come, each mapping and list with its lines."""
     text = read_capped(path).decode("utf-8", errors="replace")
     try:
-        check_events(path, text)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _Builder(path).build(_checked_events(path, text))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise RuleError(str(path), f"not valid YAML: {problem}", line) from exc
-    return None if node is None else _build(path, node)
 
 
-def _build(path: Path, node: yaml.Node) -> Any:
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        mapping = LinedDict()
-        mapping.line = line
-        mapping.key_lines = {}
-        mapping.value_lines = {}
-        for key_node, value_node in node.value:
-            key = _build(path, key_node)
-            if not isinstance(key, str):
+def _line(event: yaml.Event) -> int:
+    return event.start_mark.line + 1 if event.start_mark else 1
+
+
+class _Builder:
+    """Plain values, lists and mappings from the event stream: what `yaml.compose` and the
+    safe constructor give, without building the node graph first."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = str(path)
+        self._resolver = yaml.resolver.Resolver()
+        self._constructor = yaml.SafeLoader("")
+        self._single: Any = None  # a document that is one scalar
+        self._documents = 0
+
+    def build(self, events: Iterator[yaml.Event]) -> Any:
+        stack: list[tuple[Any, Any]] = []  # (container, pending key) of each open collection
+        document: Any = None
+        for event in events:
+            if isinstance(event, yaml.ScalarEvent):
+                self._add(stack, self._scalar(event), event)
+            elif isinstance(event, yaml.MappingStartEvent):
+                mapping = LinedDict()
+                mapping.line, mapping.key_lines, mapping.value_lines = _line(event), {}, {}
+                self._add(stack, mapping, event)
+                stack.append((mapping, _NO_KEY))
+            elif isinstance(event, yaml.SequenceStartEvent):
+                items = LinedList()
+                items.line, items.item_lines = _line(event), []
+                self._add(stack, items, event)
+                stack.append((items, _NO_KEY))
+            elif isinstance(event, yaml.CollectionEndEvent):
+                done = stack.pop()[0]
+                if not stack:
+                    document = done
+            elif isinstance(event, yaml.DocumentStartEvent):
+                self._documents += 1
+                if self._documents == 1:
+                    continue
                 raise RuleError(
-                    str(path), "mapping keys must be strings", key_node.start_mark.line + 1
+                    self._path,
+                    "not valid YAML: but found another document",
+                    _line(event),
                 )
-            if key in mapping:
-                raise RuleError(str(path), f"duplicate key {key!r}", key_node.start_mark.line + 1)
-            mapping[key] = _build(path, value_node)
-            mapping.key_lines[key] = key_node.start_mark.line + 1
-            mapping.value_lines[key] = _content_line(value_node)
-        return mapping
-    if isinstance(node, yaml.SequenceNode):
-        items = LinedList(_build(path, child) for child in node.value)
-        items.line = line
-        items.item_lines = [child.start_mark.line + 1 for child in node.value]
-        return items
-    constructor = yaml.SafeLoader("")
-    try:
-        return constructor.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
-        raise RuleError(str(path), f"bad value: {getattr(exc, 'problem', exc)}", line) from exc
-    except (ValueError, OverflowError) as exc:
-        raise RuleError(str(path), f"bad value: {exc}", line) from exc
+        return document if document is not None else self._single
+
+    def _add(self, stack: list[tuple[Any, Any]], value: Any, event: yaml.NodeEvent) -> None:
+        line = _line(event)
+        if not stack:
+            self._single = value
+            return
+        container, key = stack[-1]
+        if isinstance(container, LinedList):
+            container.append(value)
+            container.item_lines.append(line)
+        elif key is _NO_KEY:
+            if not isinstance(value, str) or isinstance(event, yaml.CollectionStartEvent):
+                raise RuleError(self._path, "mapping keys must be strings", line)
+            if value in container:
+                raise RuleError(self._path, f"duplicate key {value!r}", line)
+            container.key_lines[value] = line
+            stack[-1] = (container, value)
+        else:
+            container[key] = value
+            container.value_lines[key] = _content_line(event)
+            stack[-1] = (container, _NO_KEY)
+
+    def _scalar(self, event: yaml.ScalarEvent) -> Any:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self._resolver.resolve(  # type: ignore[no-untyped-call]
+                yaml.ScalarNode, event.value, event.implicit
+            )
+        node = yaml.ScalarNode(tag, event.value, style=event.style)
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
+            raise RuleError(
+                self._path, f"bad value: {getattr(exc, 'problem', exc)}", _line(event)
+            ) from exc
+        except (ValueError, OverflowError) as exc:
+            raise RuleError(self._path, f"bad value: {exc}", _line(event)) from exc
 
 
-def _content_line(node: yaml.Node) -> int:
+_NO_KEY = object()
+
+
+def _content_line(event: yaml.NodeEvent) -> int:
     """The line a scalar's text starts on: a block scalar (`|`, `>`) starts below its key."""
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
+    line = _line(event)
+    if isinstance(event, yaml.ScalarEvent) and event.style in ("|", ">"):
         return line + 1
     return line
 
