@@ -127,10 +127,11 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
     dirs = rules_dirs(config)
+    deadline = started + config.run_timeout_s  # rules past it are UNKNOWN, the report written
 
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
         env = CelEnvironment()
-        return env, load_rules(rule_files(dirs), env), load_profiles(dirs)
+        return env, load_rules(rule_files(dirs), env, deadline), load_profiles(dirs)
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling
     # window). A replay has no window to hide them behind: on its threads the two only
@@ -147,7 +148,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     env, ruleset, profiles = background.result() if background else compile_rules()
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
-    verdicts = evaluate_rules(ruleset, results, profile, env, node)
+    verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
     report = build_report(

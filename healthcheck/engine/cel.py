@@ -1,170 +1,112 @@
 """CEL (Common Expression Language) for rule conditions: compiled once, never `eval`.
 
-celpy's interpreted runner walks the parsed tree (with `&&`/`||` that stop where the left
-operand decides, see `_short_circuit_runner`); expression length is capped so a pathological
-condition is refused at load rather than evaluated. Compiled trees keep only the positions
-celpy reads (`_shared_positions`).
+Two engines behind the same rule files, with the same answers (`tests/rules/
+test_engine_differential.py`): Google's runtime (`cel_google`, cel-expr-python) where its
+wheel exists, else celpy (`cel_celpy`, cel-python). Both are bounded the same way: an
+expression longer than MAX_EXPR_CHARS or with more than MAX_COMPREHENSIONS comprehensions in
+its syntax tree (a comment between `.` and `all(` hides nothing there) is refused at load,
+and every evaluation runs under `budget`'s step budget and the run's deadline.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
-from typing import Any
+from importlib.util import find_spec
+from typing import Any, Protocol
 
 from ..errors import RuleError
-from .model import CompiledExpr
+from .errors import CompileFailure
+from .model import CompiledExpr, Shape
 
 MAX_EXPR_CHARS = 2000
-# Comprehensions (`.all()`, `.exists()`, `.map()`, ...) multiply: k of them nested over lists of
-# n items cost n**k steps. Two per expression keeps every rule bounded (the shipped ones use
-# at most one); a pathological expression is refused at load instead of running for days.
+# Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
+# one in a `when`, one more in a message); the step budget bounds the rest.
 MAX_COMPREHENSIONS = 2
-_COMPREHENSION = re.compile(r"\.\s*(?:exists_one|exists|all|map|filter)\s*\(")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+GOOGLE, CELPY = "cel-expr-python", "celpy"
+
+
+class Engine(Protocol):
+    name: str
+
+    def compile(self, text: str) -> tuple[Any, Shape]: ...
+
+    shares_scopes: bool
+
+    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any: ...
+
+    def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any: ...
+
+
+def default_engine() -> str:
+    return GOOGLE if find_spec("cel_expr_python") is not None else CELPY
 
 
 class CelEnvironment:
-    """One celpy environment per rule set (the parser is built once, lazily)."""
+    """One engine per rule set: compiles expressions, builds scopes, evaluates."""
 
-    def __init__(self) -> None:
-        import celpy
-        from celpy.adapter import json_to_cel
-        from celpy.celparser import CELParseError
-        from celpy.evaluation import CELEvalError
+    def __init__(self, engine: str | None = None) -> None:
+        chosen = engine or default_engine()
+        if chosen == GOOGLE:
+            from .cel_google import GoogleEngine
 
-        self._env = celpy.Environment(runner_class=_short_circuit_runner())
-        self._parse_error = CELParseError
-        self._eval_error = CELEvalError
-        self._json_to_cel = json_to_cel
+            self._engine: Engine = GoogleEngine()
+        elif chosen == CELPY:
+            from .cel_celpy import CelpyEngine
+
+            self._engine = CelpyEngine()
+        else:
+            raise ValueError(f"unknown CEL engine {chosen!r} (one of {GOOGLE}, {CELPY})")
+
+    @property
+    def engine(self) -> str:
+        return self._engine.name
 
     def compile(self, text: str, file: str, line: int) -> CompiledExpr:
         if len(text) > MAX_EXPR_CHARS:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
-        if len(_COMPREHENSION.findall(text)) > MAX_COMPREHENSIONS:
-            raise RuleError(
-                file, f"more than {MAX_COMPREHENSIONS} comprehensions in one expression", line
-            )
         try:
-            ast = self._env.compile(text)
-            program = self._env.program(_shared_positions(ast))
-        except self._parse_error as exc:
-            offset = (exc.line or 1) - 1
+            program, shape = self._engine.compile(text)
+        except CompileFailure as exc:
+            # an error at the end of the text is on its last line with any text on it
+            offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
             raise RuleError(
-                file, f"bad CEL expression {text!r}: {_first_line(exc)}", line + offset
+                file, f"bad CEL expression {text!r}: {exc.message}", line + offset
             ) from exc
-        except Exception as exc:
-            raise RuleError(file, f"bad CEL expression {text!r}: {exc}", line) from exc
-        return CompiledExpr(text, program)
+        if shape.comprehensions > MAX_COMPREHENSIONS:
+            raise RuleError(
+                file,
+                f"{shape.comprehensions} comprehensions in one expression (at most "
+                f"{MAX_COMPREHENSIONS}): {_first_line(text)!r}",
+                line,
+            )
+        return CompiledExpr(text, program, shape)
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))
 
-    def to_cel(self, value: Any) -> Any:
-        return self._json_to_cel(value)
-
-    def with_name(self, activation: Any, name: str, value: Any) -> Any:
-        """A converted activation (a CEL map) with one more top-level name: the same as
-        `to_cel({**plain, name: value})`, sharing the values already converted."""
-        extended = type(activation)(activation)
-        extended[self._json_to_cel(name)] = self._json_to_cel(value)
-        return extended
-
-    def is_error(self, value: Any) -> bool:
-        return isinstance(value, self._eval_error)
-
     @property
-    def eval_errors(self) -> tuple[type[BaseException], ...]:
-        return (self._eval_error,)
+    def shares_scopes(self) -> bool:
+        """Whether a GPU's scope extends the node's (its values then hold what GPU rules
+        read too) rather than being given the node's values it needs."""
+        return self._engine.shares_scopes
 
+    def node_scope(self, values: dict[str, Any]) -> Any:
+        """The node's scope: plain values (no nulls), converted as the engine does."""
+        return self._engine.activation(values)
 
-@cache
-def _short_circuit_runner() -> type[Any] | None:
-    """celpy's interpreted runner with `&&` and `||` that skip the right operand when the left
-    one decides: `false && x` is false and `true || x` is true for every x, errors included
-    (CEL's rule, which celpy applies only after evaluating both). A rule's guard such as
-    `t.index == gpu.index && ...` inside `.exists()` over every GPU or pair then costs one
-    comparison where it fails, which is most of the per-GPU evaluation time. Values and
-    error messages are celpy's own; None (celpy's runner) for a celpy laid out otherwise."""
-    from celpy import InterpretedRunner
-    from celpy.celtypes import BoolType
-    from celpy.evaluation import CELEvalError, Evaluator
-    from lark import Tree
+    def gpu_scope(self, node: Any, node_values: dict[str, Any], gpu: dict[str, Any]) -> Any:
+        """A GPU's scope: the node's names and `gpu`. An engine that shares scopes extends
+        the node's converted values with `gpu` alone; another is given `node_values` (the
+        node's values GPU rules read) with it."""
+        if self._engine.shares_scopes:
+            return self._engine.activation({"gpu": gpu}, node)
+        return self._engine.activation({**node_values, "gpu": gpu})
 
-    if not all(
-        callable(getattr(Evaluator, name, None))
-        for name in ("conditionaland", "conditionalor", "sub_evaluator", "visit")
-    ) or not callable(getattr(InterpretedRunner, "new_activation", None)):
-        return None
-
-    class ShortCircuit(Evaluator):
-        def sub_evaluator(self, ast: Tree[Any]) -> Evaluator:
-            return ShortCircuit(ast, activation=self.activation)
-
-        def conditionaland(self, tree: Tree[Any]) -> Any:
-            if len(tree.children) != 2:
-                return super().conditionaland(tree)
-            return self._logical(tree, "_&&_", decided_by=False)
-
-        def conditionalor(self, tree: Tree[Any]) -> Any:
-            if len(tree.children) != 2:
-                return super().conditionalor(tree)
-            return self._logical(tree, "_||_", decided_by=True)
-
-        def _logical(self, tree: Tree[Any], operator: str, decided_by: bool) -> Any:
-            left = self._operand(tree.children[0])
-            if isinstance(left, BoolType) and bool(left) is decided_by:
-                return left
-            right = self._operand(tree.children[1])
-            function = self.activation.resolve_function(operator)
-            try:
-                return function(left, right)
-            except TypeError as exc:  # as celpy words it
-                error = CELEvalError(
-                    f"found no matching overload for {operator} "
-                    f"applied to '({type(left)}, {type(right)})'",
-                    exc.__class__,
-                    exc.args,
-                    tree=tree,
-                )
-                error.__cause__ = exc
-                return error
-
-        def _operand(self, child: Any) -> Any:
-            return self.visit(child) if isinstance(child, Tree) else child
-
-    class Runner(InterpretedRunner):
-        def evaluate(self, context: Any) -> Any:
-            return ShortCircuit(ast=self.ast, activation=self.new_activation()).evaluate(context)
-
-    return Runner
-
-
-def _shared_positions(ast: Any) -> Any:
-    """The parse tree with one small lark `Meta` per source position, shared by the nodes that
-    start there, in place of lark's own per node (13 attributes in a dict, ~500 bytes: two
-    thirds of a compiled rule set's memory, ~6 MB of the shipped rules). celpy reads only
-    `line` and `column` of it (the place an evaluation error names)."""
-    from lark import Tree
-    from lark.tree import Meta
-
-    shared: dict[tuple[int, int], Meta] = {}
-    pending = [ast]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, Tree):
-            continue
-        pending.extend(node.children)
-        meta = node._meta
-        if meta is None or meta.empty:
-            continue
-        where = (meta.line, meta.column)
-        compact = shared.get(where)
-        if compact is None:
-            compact = shared[where] = Meta()  # type: ignore[no-untyped-call]
-            compact.empty, compact.line, compact.column = False, meta.line, meta.column
-        node._meta = compact
-    return ast
+    def evaluate(self, expr: CompiledExpr, activation: Any, deadline: float | None) -> Any:
+        """The expression's plain value (bool, int, float, str, list, dict). Raises
+        `errors.EvalFailure` (a CEL error) or `budget.BudgetExceeded`."""
+        return self._engine.evaluate(expr.program, activation, deadline)
 
 
 def render_message(template: str, values: list[str]) -> str:
@@ -172,5 +114,5 @@ def render_message(template: str, values: list[str]) -> str:
     return _PLACEHOLDER.sub(lambda _m: next(it, "?"), template)
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or ["syntax error"])[0]
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:80]

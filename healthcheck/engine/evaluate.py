@@ -5,6 +5,10 @@ params. A rule whose required check was skipped is SKIPPED; one whose check coul
 whose expression reads a value that is missing, is UNKNOWN with the reason. Nulls in facts are
 dropped before evaluation, so a rule tests presence with `has()` and reading an absent value
 is an error. Missing data never reads as healthy.
+
+Every evaluation is bounded (`budget`: a step budget, and the run's deadline inside celpy's
+evaluation and between every two evaluations): a rule that runs out is UNKNOWN and named,
+and a rule not reached by the deadline is UNKNOWN "not evaluated", so the report is written.
 """
 
 from __future__ import annotations
@@ -13,11 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import CheckResult, Device, Status, Verdict
+from .budget import BudgetExceeded, passed
 from .cel import CelEnvironment, render_message
 from .identity import gpu_identity, gpu_records
+from .errors import EvalFailure
 from .model import CompiledExpr, Profile, Rule, RuleSet
+from .reads import prune, reads_of
 
 PROFILE_REQUIREMENT = "profile"
+NOT_EVALUATED = "not evaluated: the run's deadline passed before this rule"
+NOT_COMPILED = "not compiled: the run's deadline passed while the rules were loaded"
 
 
 @dataclass(frozen=True)
@@ -36,16 +45,27 @@ def evaluate_rules(
     profile: Profile | None,
     env: CelEnvironment,
     node: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> list[Verdict]:
+    """Every rule's verdicts; `deadline` (time.monotonic()) bounds the evaluation."""
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
-    # The node's activation is converted to CEL values once; each GPU's scope shares it and
-    # adds only `gpu` (converting the whole node again per GPU cost ~20 ms and ~1 MB a GPU).
-    node_activation = env.to_cel(
-        without_nulls(build_activation(results, profile, params, node or {}))
+    # The node's values are made plain once (one conversion per value shared by several
+    # scopes: a pair is in the node's list and in both its GPUs'), cut to what the rules
+    # read, and converted for CEL once; each GPU's scope adds only `gpu`.
+    plain = Plain()
+    values = build_activation(results, profile, params, node or {})
+    node_reads = reads_of(e for r in ruleset.rules if r.scope == "node" for e in _exprs(r))
+    gpu_reads = reads_of(e for r in ruleset.rules if r.scope == "gpu" for e in _exprs(r))
+    # GPU scopes that extend the node's hold its values: those GPU rules read too.
+    shared = env.shares_scopes and gpu_reads != frozenset()
+    node_activation = env.node_scope(
+        plain(prune(values, _union(node_reads, gpu_reads) if shared else node_reads))
     )
     node_scope = Scope(node_activation, None)
+    for_gpus = {} if env.shares_scopes else plain(prune(values, gpu_reads))
+    gpu_only = _under(gpu_reads, "gpu")
     gpu_scopes = [
-        Scope(env.with_name(node_activation, "gpu", without_nulls(gpu)), _device(gpu))
+        Scope(env.gpu_scope(node_activation, for_gpus, plain(prune(gpu, gpu_only))), _device(gpu))
         for gpu in gpu_views(results)
     ]
     by_name = {r.name: r for r in results}
@@ -54,10 +74,32 @@ def evaluate_rules(
         blocked = _blocked(rule, by_name, profile)
         if blocked is not None:
             verdicts.append(_verdict(rule, blocked[0], None, reason=blocked[1]))
-            continue
-        scopes = [node_scope] if rule.scope == "node" else gpu_scopes
-        verdicts.extend(_evaluate(rule, scopes, env))
+        elif rule.when.program is None:
+            verdicts.append(_verdict(rule, Status.UNKNOWN, None, reason=NOT_COMPILED))
+        elif passed(deadline):
+            verdicts.append(_verdict(rule, Status.UNKNOWN, None, reason=NOT_EVALUATED))
+        else:
+            scopes = [node_scope] if rule.scope == "node" else gpu_scopes
+            verdicts.extend(_evaluate(rule, scopes, env, deadline))
     return verdicts
+
+
+def _union(
+    one: frozenset[tuple[str, ...]] | None, other: frozenset[tuple[str, ...]] | None
+) -> frozenset[tuple[str, ...]] | None:
+    return None if one is None or other is None else one | other
+
+
+def _under(reads: frozenset[tuple[str, ...]] | None, name: str) -> Any:
+    """The paths read below `name` (`gpu.nvlink.x` -> `nvlink.x`); None: anything."""
+    if reads is None or (name,) in reads:
+        return None
+    return frozenset(path[1:] for path in reads if len(path) > 1 and path[0] == name)
+
+
+def _exprs(rule: Rule) -> list[CompiledExpr]:
+    guard = [rule.guard] if rule.guard is not None else []
+    return [rule.when, *guard, *rule.placeholders]
 
 
 def build_activation(
@@ -96,19 +138,95 @@ def build_activation(
 
 
 def without_nulls(value: Any) -> Any:
-    """Drop nulls, so a rule tests presence with CEL's `has()` and reading one is an error;
-    integers beyond CEL's int64 become doubles."""
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value if v is not None]
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and not _INT64_MIN <= value <= _INT64_MAX
-    ):
-        return float(value)  # a u64 counter (e.g. a sysfs total of 2**64-1): CEL ints are int64
-    return value
+    """Plain JSON values for CEL: nulls dropped, so a rule tests presence with CEL's `has()`
+    and reading one is an error; integers beyond CEL's int64 become doubles; subclasses of
+    dict, list, str (a YAML mapping with its lines, an enum) their plain base; a string that
+    is not valid Unicode (a lone surrogate from an undecodable byte) escaped."""
+    return Plain()(value)
+
+
+class Plain:
+    """`without_nulls`, converting each dict or list once however often it is reached (the
+    node's pairs are also each GPU's): the result for an object is kept by its id while the
+    converter lives (one rule evaluation), the object kept alive with it."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is str:
+            return value if value.isascii() else _unicode(value)
+        if kind is int:
+            return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
+        if kind is bool or kind is float:
+            return value
+        if isinstance(value, dict | list | tuple):
+            done = self._done.get(id(value))
+            if done is not None:
+                return done[1]
+            out: Any = self._dict(value) if isinstance(value, dict) else self._list(value)
+            self._done[id(value)] = (value, out)
+            return out
+        return self._other(value)
+
+    def _dict(self, value: dict[Any, Any]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        low, high = _INT64_MIN, _INT64_MAX
+        for key, item in value.items():
+            kind = type(item)
+            if item is None:
+                continue
+            if not (type(key) is str and key.isascii()):
+                key = _key(key)
+            if (
+                kind is float
+                or kind is bool
+                or (kind is str and item.isascii())
+                or (kind is int and low <= item <= high)
+            ):
+                out[key] = item
+            else:
+                out[key] = self(item)
+        return out
+
+    def _list(self, value: list[Any] | tuple[Any, ...]) -> list[Any]:
+        return [self._item(v) for v in value if v is not None]
+
+    def _item(self, value: Any) -> Any:
+        """`self(value)` with the common plain values inline (most of a node's values)."""
+        kind = type(value)
+        if kind is str and value.isascii():
+            return value
+        if kind is float or kind is bool:
+            return value
+        if kind is int and _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        return self(value)
+
+    def _other(self, value: Any) -> Any:
+        """A subclass of a plain type (bool first: it is an int) as its base."""
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int):
+            return self(int(value))
+        if isinstance(value, str):
+            return self(str(value))
+        if isinstance(value, float):
+            return float(value)
+        return value
+
+
+def _key(key: Any) -> Any:
+    return _unicode(str(key)) if isinstance(key, str) else key
+
+
+def _unicode(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -119,16 +237,24 @@ def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
     the GPU's identity (PCI bus id, else UUID: `identity.gpu_identity`), never by list index.
     A record that names its GPU only by UUID or index joins the GPU that a bus-id record gave
     that UUID or index, when exactly one did. A second record of one check with an identity
-    already seen is left out (the runner made that check UNKNOWN, naming both)."""
+    already seen is left out (the runner made that check UNKNOWN, naming both).
+
+    Where the check's facts have `pairs` (records naming two GPUs as `a_index` and `b_index`,
+    as topology's), each of its GPU records gets the pairs that name that GPU as `pairs`, in
+    their order: a rule reads `gpu.topology.pairs` instead of searching every pair for every
+    GPU (the node's n*(n-1)/2 pairs for each of n GPUs: 8.4 million steps a rule on 256).
+    """
     views: dict[str, dict[str, Any]] = {}
     weak: list[tuple[str, dict[str, Any]]] = []
     for result in results:
         mine: set[str] = set()
+        pairs = _pairs_by_gpu(result.facts.get("pairs"))
         for entry in gpu_records(result.facts):
             identity = gpu_identity(entry)
             if identity is None or identity in mine:
                 continue
             mine.add(identity)
+            entry = _with_pairs(entry, pairs)
             if identity.startswith("pci:"):
                 _join(views.setdefault(identity, {}), result.name, entry)
             else:
@@ -161,6 +287,27 @@ def _order(view: dict[str, Any]) -> tuple[int, str]:
     return (index if isinstance(index, int) else 1 << 30, str(view.get("pci_bus_id") or ""))
 
 
+def _with_pairs(entry: dict[str, Any], pairs: dict[int, list[Any]] | None) -> dict[str, Any]:
+    index = entry.get("index")
+    if pairs is None or "pairs" in entry or not isinstance(index, int):
+        return entry
+    return {**entry, "pairs": pairs.get(index, [])}
+
+
+def _pairs_by_gpu(pairs: Any) -> dict[int, list[Any]] | None:
+    if not isinstance(pairs, list):
+        return None
+    out: dict[int, list[Any]] = {}
+    for pair in pairs:
+        if not isinstance(pair, dict):
+            continue
+        ends = {pair.get("a_index"), pair.get("b_index")}
+        for index in ends:
+            if isinstance(index, int) and not isinstance(index, bool):
+                out.setdefault(index, []).append(pair)
+    return out
+
+
 def _device(gpu: dict[str, Any]) -> Device:
     return Device(index=gpu.get("index"), pci_bus_id=gpu.get("pci_bus_id"), name=gpu.get("name"))
 
@@ -182,19 +329,24 @@ def _blocked(
     return None
 
 
-def _evaluate(rule: Rule, scopes: list[Scope], env: CelEnvironment) -> list[Verdict]:
+def _evaluate(
+    rule: Rule, scopes: list[Scope], env: CelEnvironment, deadline: float | None
+) -> list[Verdict]:
     out: list[Verdict] = []
     for scope in scopes:
+        if passed(deadline):
+            out.append(_verdict(rule, Status.UNKNOWN, scope.device, reason=NOT_EVALUATED))
+            break
         try:
-            if rule.guard is not None and not _truth(rule.guard, scope, env):
+            if rule.guard is not None and not _truth(rule.guard, scope, env, deadline):
                 continue
-            fired = _truth(rule.when, scope, env)
+            fired = _truth(rule.when, scope, env, deadline)
         except _Missing as exc:
             out.append(_verdict(rule, Status.UNKNOWN, scope.device, reason=str(exc)))
             continue
         if fired:
             message = render_message(
-                rule.message, [_text(p, scope, env) for p in rule.placeholders]
+                rule.message, [_text(p, scope, env, deadline) for p in rule.placeholders]
             )
             out.append(_verdict(rule, rule.severity.as_status(), scope.device, message=message))
     if not out:
@@ -202,52 +354,30 @@ def _evaluate(rule: Rule, scopes: list[Scope], env: CelEnvironment) -> list[Verd
     return out
 
 
-def _truth(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> bool:
-    value = _value(expr, scope, env)
+def _truth(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float | None) -> bool:
+    value = _value(expr, scope, env, deadline)
     if not isinstance(value, bool):
         raise _Missing(f"{expr.text!r} gave {value!r}, not true/false")
     return value
 
 
-def _value(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> Any:
+def _value(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float | None) -> Any:
     try:
-        value = expr.program.evaluate(scope.activation)
-    except env.eval_errors as exc:
-        raise _Missing(f"cannot evaluate {expr.text!r}: {_reason(exc)}") from exc
-    except (TypeError, ValueError, KeyError, ZeroDivisionError, RecursionError) as exc:
+        return env.evaluate(expr, scope.activation, deadline)
+    except EvalFailure as exc:
         raise _Missing(f"cannot evaluate {expr.text!r}: {exc}") from exc
-    if env.is_error(value):
-        raise _Missing(f"cannot evaluate {expr.text!r}: {_reason(value)}")
-    return _plain(value)
+    except BudgetExceeded as exc:
+        raise _Missing(f"{expr.text!r} {exc}") from exc
 
 
-def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment) -> str:
+def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float | None) -> str:
     try:
-        value = _value(expr, scope, env)
+        value = _value(expr, scope, env, deadline)
     except _Missing:
         return "?"
     if isinstance(value, float):
         return f"{value:.1f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.3g}"
     return str(value)
-
-
-def _plain(value: Any) -> Any:
-    from celpy import celtypes
-
-    if isinstance(value, celtypes.BoolType):
-        return bool(value)
-    if isinstance(value, celtypes.IntType | celtypes.UintType):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType):
-        return float(value)
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    return value
-
-
-def _reason(exc: Any) -> str:
-    args = getattr(exc, "args", ())
-    return str(args[0]) if args else str(exc)
 
 
 def _verdict(

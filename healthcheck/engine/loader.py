@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
 
 from ..errors import RuleError
 from ..models import ActionCategoryName, Layer, Severity
+from .budget import passed
 from .cel import CelEnvironment
-from .model import Profile, Rule, RuleSet, Scope
+from .model import CompiledExpr, Profile, Rule, RuleSet, Scope
 from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
 
 RULE_KEYS = {
@@ -42,6 +43,11 @@ ACTION_CATEGORIES = set(get_args(ActionCategoryName))
 
 
 RULES_GROUP = "sitscheck.rules"
+
+# A check of one compiled expression beyond what the engine checks (its syntax, length and
+# comprehensions): called with the expression, its file and line; raises RuleError. Where a
+# rule's fact paths are checked against the declared facts, that check is one of these.
+ExprCheck = Callable[[CompiledExpr, str, int], None]
 
 
 def builtin_rules_dir() -> Path:
@@ -80,8 +86,16 @@ def rule_files(dirs: list[Path]) -> list[Path]:
     return files
 
 
-def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
+def load_rules(
+    files: list[Path],
+    env: CelEnvironment | None = None,
+    deadline: float | None = None,
+    expr_checks: Sequence[ExprCheck] = (),
+) -> RuleSet:
+    """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
+    the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`)."""
     env = env or CelEnvironment()
+    compiler = _Compiler(env, expr_checks, deadline)
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
@@ -111,7 +125,7 @@ def load_rules(files: list[Path], env: CelEnvironment | None = None) -> RuleSet:
         if not isinstance(entries, list):
             raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
         for position, entry in enumerate(entries):
-            rule = _rule(env, path, entry, line_of(entries, position))
+            rule = _rule(compiler, path, entry, line_of(entries, position))
             rules[rule.id] = rule
             every_rule.append(rule)
     _refuse_unread_params(site_param_lines, params, every_rule)
@@ -139,7 +153,37 @@ def _refuse_unread_params(
             raise RuleError(path, f"param {key!r} is read by no rule{hint}", line)
 
 
-def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
+class _Compiler:
+    """Compiles a rule's expressions and runs the extra checks on each, until the deadline."""
+
+    def __init__(
+        self, env: CelEnvironment, checks: Sequence[ExprCheck], deadline: float | None
+    ) -> None:
+        self._env, self._checks, self._deadline = env, checks, deadline
+        self.late = False
+
+    def start_rule(self) -> None:
+        self.late = self.late or passed(self._deadline)
+
+    def expr(self, text: str, file: str, line: int) -> CompiledExpr:
+        if self.late:
+            return CompiledExpr(text, None)
+        compiled = self._env.compile(text, file, line)
+        for check in self._checks:
+            check(compiled, file, line)
+        return compiled
+
+    def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
+        if self.late:
+            return ()
+        found = self._env.placeholders(message, file, line)
+        for compiled in found:
+            for check in self._checks:
+                check(compiled, file, line)
+        return found
+
+
+def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:
     file = str(path)
     if not isinstance(entry, LinedDict):
         raise RuleError(file, "each rule is a mapping", line)
@@ -172,14 +216,15 @@ def _rule(env: CelEnvironment, path: Path, entry: Any, line: int) -> Rule:
             f"{rule_id}: action_category must be one of {sorted(ACTION_CATEGORIES)}",
             line_of(entry, "action_category"),
         )
+    compiler.start_rule()
     return Rule(
         id=rule_id,
         scope=scope,
-        when=env.compile(_text(entry, "when", file), file, value_line_of(entry, "when")),
-        guard=env.compile(str(guard), file, value_line_of(entry, "guard")) if guard else None,
+        when=compiler.expr(_text(entry, "when", file), file, value_line_of(entry, "when")),
+        guard=compiler.expr(str(guard), file, value_line_of(entry, "guard")) if guard else None,
         severity=Severity(severity),
         message=message,
-        placeholders=env.placeholders(message, file, value_line_of(entry, "message")),
+        placeholders=compiler.placeholders(message, file, value_line_of(entry, "message")),
         file=file,
         line=line,
         requires=_names(entry, "requires", file),

@@ -10,10 +10,23 @@ from ..models import ActionCategoryName, Layer, Severity
 Scope = Literal["node", "gpu"]
 
 
+Path = tuple[str, ...]  # a chain of field selections from a name: ("checks", "xid", "facts")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an expression's syntax tree does: its comprehensions and the paths it reads
+    (None where the engine does not say: anything may be read)."""
+
+    comprehensions: int = 0
+    reads: frozenset[Path] | None = None
+
+
 @dataclass(frozen=True)
 class CompiledExpr:
     text: str
-    program: Any  # a celpy Runner
+    program: Any  # the engine's compiled program; None: not compiled before the deadline
+    shape: Shape = field(default_factory=Shape)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 from lark import Tree
-from sitscheck.engine.cel import CelEnvironment, _short_circuit_runner
+from sitscheck.engine.cel_celpy import CelpyEngine, _short_circuit_runner
 
 ATOMS = (
     "true",
@@ -110,17 +110,17 @@ def test_the_right_operand_is_skipped_where_the_left_decides(text: str, value: b
 
 
 def test_compiled_trees_share_positions_and_errors_keep_theirs() -> None:
-    env = CelEnvironment()
+    env = CelpyEngine()
     text = "has(gpu.a) &&\n  gpu.a.b + gpu.a.c > params.limit"
-    compiled = env.compile(text, "rules.yaml", 1)
-    nodes = list(compiled.program.ast.iter_subtrees())
+    program, _shape = env.compile(text)
+    nodes = list(program.ast.iter_subtrees())
     metas = {id(node._meta) for node in nodes if isinstance(node, Tree)}
     assert len(metas) < len(nodes) / 2
     standard = celpy.Environment()
     plain = standard.program(standard.compile(text))
     activation = json_to_cel({"gpu": {"a": {"b": 1}}, "params": {"limit": 0}})
     with pytest.raises(CELEvalError) as ours:
-        compiled.program.evaluate(activation)
+        program.evaluate(activation)
     with pytest.raises(CELEvalError) as theirs:
         plain.evaluate(activation)
     assert (ours.value.args, ours.value.line, ours.value.column) == (
@@ -131,9 +131,9 @@ def test_compiled_trees_share_positions_and_errors_keep_theirs() -> None:
 
 
 def test_a_gpu_activation_shares_the_nodes_values() -> None:
-    env = CelEnvironment()
+    env = CelpyEngine()
     node = {"checks": {"driver": {"facts": {"gpu_count": 8}}}, "params": {"x": 1.5}}
     gpu = {"index": 3, "driver": {"name": "H200"}}
-    shared = env.with_name(env.to_cel(node), "gpu", gpu)
-    assert shared == env.to_cel({**node, "gpu": gpu})
-    assert list(shared) == list(env.to_cel({**node, "gpu": gpu}))
+    shared = env.activation({"gpu": gpu}, env.activation(node))
+    assert shared == env.activation({**node, "gpu": gpu})
+    assert list(shared) == list(env.activation({**node, "gpu": gpu}))

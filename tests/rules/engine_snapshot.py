@@ -47,9 +47,12 @@ def bundles(scratch: Path) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def digest(facts: dict[str, Any]) -> str:
+def digest(facts: dict[str, Any], bundle: Path) -> str:
+    """Of the facts less the storm fields, with the bundle's folder (a scratch folder for a
+    materialised one) written as `<bundle>`."""
     kept = {k: v for k, v in facts.items() if k not in STORM_FIELDS}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    text = text.replace(str(bundle), "<bundle>")
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -59,13 +62,13 @@ def snapshot(bundle: Path) -> dict[str, Any]:
 
     report = execute(RunRequest(RunConfig(), str(bundle)))
     return {
-        "checks": {c.name: [c.status.value, digest(c.facts)] for c in report.checks},
+        "checks": {c.name: [c.status.value, digest(c.facts, bundle)] for c in report.checks},
         "verdicts": [
             [
                 v.rule,
                 v.status.value,
                 v.device.index if v.device else None,
-                v.message,
+                v.message.replace(str(bundle), "<bundle>"),
                 v.reason is not None,
             ]
             for v in report.verdicts

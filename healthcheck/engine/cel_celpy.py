@@ -1,0 +1,265 @@
+"""The celpy (cel-python) engine: CEL interpreted in Python over lark parse trees.
+
+The fallback where Google's runtime has no wheel (Python 3.10) and the reference the other
+engine is tested against. Its interpreted runner is celpy's own with two changes:
+`&&`/`||` stop where the left operand decides (`_short_circuit_runner`), and every
+comprehension step is metered (`budget.Meter`: the step budget and the run's deadline).
+Compiled trees keep only the positions celpy reads (`_shared_positions`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from .budget import Meter
+from .errors import CompileFailure, EvalFailure
+from .model import Path, Shape
+
+# celpy's macros, its `reduce`/`min` extensions included: each is one comprehension.
+MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
+
+
+class CelpyEngine:
+    name = "celpy"
+
+    def __init__(self) -> None:
+        import celpy
+        from celpy.adapter import json_to_cel
+        from celpy.celparser import CELParseError
+        from celpy.evaluation import CELEvalError
+
+        self._env = celpy.Environment(runner_class=_short_circuit_runner())
+        self._parse_error = CELParseError
+        self._eval_error = CELEvalError
+        self._json_to_cel = json_to_cel
+
+    def compile(self, text: str) -> tuple[Any, Shape]:
+        """(program, the comprehensions of its parse tree); CompileFailure with the line."""
+        try:
+            ast = self._env.compile(text)
+            program = self._env.program(_shared_positions(ast))
+        except self._parse_error as exc:
+            raise CompileFailure(_first_line(exc), (exc.line or 1) - 1) from exc
+        except Exception as exc:
+            raise CompileFailure(str(exc), 0) from exc
+        return program, shape(ast)
+
+    shares_scopes = True  # a GPU's scope extends the node's converted values
+
+    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any:
+        """Plain values as CEL ones; with `base`, base's converted names are shared and only
+        `values` are converted (a GPU's scope over the node's)."""
+        if base is None:
+            return self._json_to_cel(values)
+        extended = type(base)(base)
+        for name, value in values.items():
+            extended[self._json_to_cel(name)] = self._json_to_cel(value)
+        return extended
+
+    def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any:
+        """The plain value; EvalFailure for a CEL error; BudgetExceeded when it runs out."""
+        try:
+            if hasattr(program, "metered"):
+                value = program.metered(activation, Meter(deadline))
+            else:
+                value = program.evaluate(activation)
+        except self._eval_error as exc:
+            raise EvalFailure(_reason(exc)) from exc
+        except (TypeError, ValueError, KeyError, ZeroDivisionError, RecursionError) as exc:
+            raise EvalFailure(str(exc)) from exc
+        if isinstance(value, self._eval_error):
+            raise EvalFailure(_reason(value))
+        return plain(value)
+
+
+def shape(ast: Any) -> Shape:
+    """The comprehensions of a parse tree (its macro calls) and the paths it reads (each
+    chain of field selections from a name; a name used otherwise is read whole)."""
+    from lark import Token, Tree
+
+    count = 0
+    reads: set[Path] = set()
+    whole_scope = False  # a root-scope name (`.a`): not followed here, so anything is read
+    pending = [ast]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, Tree):
+            continue
+        if node.data in ("dot_ident", "dot_ident_arg"):
+            whole_scope = True
+        elif node.data == "ident" and node.children:
+            reads.add((str(node.children[0]),))
+        if node.data == "member":
+            chain = _chain(node)
+            if chain is not None:
+                reads.add(chain)
+                continue
+        if node.data == "member_dot_arg" and len(node.children) > 1:
+            name = node.children[1]
+            if isinstance(name, Token) and name.value in MACROS:
+                count += 1
+        pending.extend(node.children)
+    return Shape(count, None if whole_scope else frozenset(reads))
+
+
+def _chain(node: Any) -> Path | None:
+    """`a.b.c` (member > member_dot > ... > primary > ident) as ("a", "b", "c")."""
+    from lark import Token, Tree
+
+    fields: list[str] = []
+    while isinstance(node, Tree):
+        children = node.children
+        if node.data == "member" and len(children) == 1:
+            node = children[0]
+        elif node.data == "member_dot" and len(children) == 2:
+            if not isinstance(children[1], Token):
+                return None
+            fields.append(children[1].value)
+            node = children[0]
+        elif node.data == "primary" and len(children) == 1:
+            ident = children[0]
+            if not isinstance(ident, Tree) or ident.data != "ident" or len(ident.children) != 1:
+                return None
+            return (str(ident.children[0]), *reversed(fields))
+        else:
+            return None
+    return None
+
+
+def plain(value: Any) -> Any:
+    """celpy's values as plain Python ones (what Google's runtime gives too)."""
+    from celpy import celtypes
+
+    if isinstance(value, celtypes.BoolType):
+        return bool(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType):
+        return float(value)
+    if isinstance(value, celtypes.StringType):
+        return str(value)
+    if isinstance(value, celtypes.BytesType):
+        return bytes(value)
+    if isinstance(value, celtypes.ListType):
+        return [plain(v) for v in value]
+    if isinstance(value, celtypes.MapType):
+        return {plain(k): plain(v) for k, v in value.items()}
+    return value
+
+
+@cache
+def _short_circuit_runner() -> type[Any] | None:
+    """celpy's interpreted runner with `&&` and `||` that skip the right operand when the left
+    one decides: `false && x` is false and `true || x` is true for every x, errors included
+    (CEL's rule, which celpy applies only after evaluating both). A rule's guard such as
+    `t.index == gpu.index && ...` inside `.exists()` over every GPU or pair then costs one
+    comparison where it fails. Each macro step (a sub-evaluation of a comprehension's body)
+    is counted on the evaluation's Meter, which raises BudgetExceeded through celpy.
+    Values and error messages are celpy's own; None (celpy's runner, unmetered: the text's
+    comprehension limit still holds) for a celpy laid out otherwise."""
+    from celpy import InterpretedRunner
+    from celpy.celtypes import BoolType
+    from celpy.evaluation import CELEvalError, Evaluator
+    from lark import Tree
+
+    if not all(
+        callable(getattr(Evaluator, name, None))
+        for name in ("conditionaland", "conditionalor", "sub_evaluator", "visit", "evaluate")
+    ) or not callable(getattr(InterpretedRunner, "new_activation", None)):
+        return None
+
+    class ShortCircuit(Evaluator):
+        meter: Meter | None = None
+
+        def sub_evaluator(self, ast: Tree[Any]) -> Evaluator:
+            nested = _Step(ast, activation=self.activation)
+            nested.meter = self.meter
+            return nested
+
+        def conditionaland(self, tree: Tree[Any]) -> Any:
+            if len(tree.children) != 2:
+                return super().conditionaland(tree)
+            return self._logical(tree, "_&&_", decided_by=False)
+
+        def conditionalor(self, tree: Tree[Any]) -> Any:
+            if len(tree.children) != 2:
+                return super().conditionalor(tree)
+            return self._logical(tree, "_||_", decided_by=True)
+
+        def _logical(self, tree: Tree[Any], operator: str, decided_by: bool) -> Any:
+            left = self._operand(tree.children[0])
+            if isinstance(left, BoolType) and bool(left) is decided_by:
+                return left
+            right = self._operand(tree.children[1])
+            function = self.activation.resolve_function(operator)
+            try:
+                return function(left, right)
+            except TypeError as exc:  # as celpy words it
+                error = CELEvalError(
+                    f"found no matching overload for {operator} "
+                    f"applied to '({type(left)}, {type(right)})'",
+                    exc.__class__,
+                    exc.args,
+                    tree=tree,
+                )
+                error.__cause__ = exc
+                return error
+
+        def _operand(self, child: Any) -> Any:
+            return self.visit(child) if isinstance(child, Tree) else child
+
+    class _Step(ShortCircuit):
+        """The body of a comprehension: each evaluation is one step."""
+
+        def evaluate(self, context: Any = None) -> Any:
+            if self.meter is not None:
+                self.meter.step()
+            return super().evaluate(context)
+
+    class Runner(InterpretedRunner):
+        def evaluate(self, context: Any) -> Any:
+            return self.metered(context, None)
+
+        def metered(self, context: Any, meter: Meter | None) -> Any:
+            evaluator = ShortCircuit(ast=self.ast, activation=self.new_activation())
+            evaluator.meter = meter
+            return evaluator.evaluate(context)
+
+    return Runner
+
+
+def _shared_positions(ast: Any) -> Any:
+    """The parse tree with one small lark `Meta` per source position, shared by the nodes that
+    start there, in place of lark's own per node (13 attributes in a dict, ~500 bytes: two
+    thirds of a compiled rule set's memory, ~6 MB of the shipped rules). celpy reads only
+    `line` and `column` of it (the place an evaluation error names)."""
+    from lark import Tree
+    from lark.tree import Meta
+
+    shared: dict[tuple[int, int], Meta] = {}
+    pending = [ast]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, Tree):
+            continue
+        pending.extend(node.children)
+        meta = node._meta
+        if meta is None or meta.empty:
+            continue
+        where = (meta.line, meta.column)
+        compact = shared.get(where)
+        if compact is None:
+            compact = shared[where] = Meta()  # type: ignore[no-untyped-call]
+            compact.empty, compact.line, compact.column = False, meta.line, meta.column
+        node._meta = compact
+    return ast
+
+
+def _reason(exc: Any) -> str:
+    args = getattr(exc, "args", ())
+    return str(args[0]) if args else str(exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or ["syntax error"])[0]

@@ -1,0 +1,57 @@
+"""What a rule set's expressions read, and the scope's values cut down to it.
+
+Each compiled expression says which paths it reads (chains of field selections from a name,
+`checks.topology.facts.nics`; a name used any other way is read whole), where its engine
+tells (`model.Shape.reads`). A scope then holds only those parts of the values: the node's
+scope not every check's facts (a 256-GPU topology's 65,280 matrix cells, read by no rule),
+a GPU's scope not the node's values again for each GPU. Nothing a rule reads is left out,
+so every verdict is the same with or without the cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .model import CompiledExpr, Path
+
+
+def reads_of(exprs: Iterable[CompiledExpr]) -> frozenset[Path] | None:
+    """Every path the expressions can read; None when one of them does not say."""
+    out: set[Path] = set()
+    for expr in exprs:
+        if expr.shape.reads is None:
+            return None
+        out |= expr.shape.reads
+    return frozenset(out)
+
+
+def prune(values: dict[str, Any], reads: frozenset[Path] | None) -> dict[str, Any]:
+    """`values` with only what `reads` can reach (all of it for None): a read that ends at a
+    value keeps the whole of that value; one that goes through a list keeps the list."""
+    if reads is None:
+        return values
+    tree: dict[str, Any] = {}
+    for path in sorted(reads, key=len):
+        node = tree
+        for part in path[:-1]:
+            below = node.setdefault(part, {})
+            if below is _WHOLE:
+                break
+            node = below
+        else:
+            node[path[-1]] = _WHOLE
+    return _cut(values, tree)
+
+
+_WHOLE: dict[str, Any] = {}
+
+
+def _cut(value: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, below in tree.items():
+        if key in value:
+            item = value[key]
+            whole = below is _WHOLE or not isinstance(item, dict)
+            out[key] = item if whole else _cut(item, below)
+    return out

@@ -1,0 +1,64 @@
+"""Old engine vs new (issue 19): every recorded bundle gives the same facts and verdicts.
+
+`data/engine-before.json` was written by `engine_snapshot.py` with the code before the
+engine change (celpy only, the rule files' per-GPU joins over every record, the YAML read
+twice, AER/Xid events kept whole). Each bundle is replayed now with each CEL engine
+installed: every check's status and facts (storm fields aside: `event_count`, `groups`)
+and every verdict (rule, status, GPU, message, whether a reason is given) must be the same.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_snapshot import bundles, snapshot
+from sitscheck.engine import cel
+
+HERE = Path(__file__).resolve().parent
+BEFORE: dict[str, Any] = json.loads((HERE / "data" / "engine-before.json").read_text())
+ENGINES = [
+    pytest.param(
+        name,
+        marks=pytest.mark.skipif(find_spec(module) is None, reason=f"{module} not installed"),
+    )
+    for name, module in ((cel.GOOGLE, "cel_expr_python"), (cel.CELPY, "celpy"))
+]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return bundles(tmp_path_factory.mktemp("bundles"))
+
+
+def test_the_snapshot_covers_every_bundle(recorded: dict[str, Path]) -> None:
+    assert sorted(recorded) == sorted(BEFORE)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_bundle_gives_the_old_facts_and_verdicts(
+    recorded: dict[str, Path], engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cel, "default_engine", lambda: engine)
+    differ = []
+    for name, path in recorded.items():
+        now = snapshot(path)
+        if now != BEFORE[name]:
+            differ.append((name, _difference(BEFORE[name], now)))
+    assert not differ, differ
+
+
+def _difference(before: dict[str, Any], now: dict[str, Any]) -> list[Any]:
+    out: list[Any] = [
+        (check, before["checks"].get(check), now["checks"].get(check))
+        for check in sorted(set(before["checks"]) | set(now["checks"]))
+        if before["checks"].get(check) != now["checks"].get(check)
+    ]
+    old = [tuple(v) for v in before["verdicts"]]
+    new = [tuple(v) for v in now["verdicts"]]
+    out.extend(("only before", v) for v in old if v not in new)
+    out.extend(("only now", v) for v in new if v not in old)
+    return out
