@@ -159,13 +159,20 @@ def _short_circuit_runner() -> type[Any] | None:
     Values and error messages are celpy's own; None (celpy's runner, unmetered: the text's
     comprehension limit still holds) for a celpy laid out otherwise."""
     from celpy import InterpretedRunner
-    from celpy.celtypes import BoolType
+    from celpy.celtypes import BoolType, MapType, StringType
     from celpy.evaluation import CELEvalError, Evaluator
-    from lark import Tree
+    from lark import Token, Tree
 
     if not all(
         callable(getattr(Evaluator, name, None))
-        for name in ("conditionaland", "conditionalor", "sub_evaluator", "visit", "evaluate")
+        for name in (
+            "conditionaland",
+            "conditionalor",
+            "sub_evaluator",
+            "visit",
+            "evaluate",
+            "macro_has_eval",
+        )
     ) or not callable(getattr(InterpretedRunner, "new_activation", None)):
         return None
 
@@ -206,8 +213,33 @@ def _short_circuit_runner() -> type[Any] | None:
                 error.__cause__ = exc
                 return error
 
+        def macro_has_eval(self, exprlist: Tree[Any]) -> Any:
+            """`has(e.f)` as CEL has it (and Google's runtime): an error in `e` is that
+            error, not false (celpy reads any error as "not there"); f in a map is its key."""
+            selection = _single_descendant(exprlist, "member_dot")
+            if selection is None or not isinstance(selection.children[1], Token):
+                return super().macro_has_eval(exprlist)
+            target = self._operand(selection.children[0])
+            if isinstance(target, CELEvalError):
+                return target
+            if isinstance(target, MapType):
+                return BoolType(StringType(selection.children[1].value) in target)
+            return CELEvalError(
+                f"has() of field {selection.children[1].value!r} of a "
+                f"{type(target).__name__}, not a map",
+                TypeError,
+                (),
+                tree=exprlist,
+            )
+
         def _operand(self, child: Any) -> Any:
-            return self.visit(child) if isinstance(child, Tree) else child
+            """The operand's value; an error raised inside it (a macro's body) as the error
+            value, which the other operand may still decide (CEL: `error && false` is
+            false), as Google's runtime has it."""
+            try:
+                return self.visit(child) if isinstance(child, Tree) else child
+            except CELEvalError as exc:
+                return exc
 
     class _Step(ShortCircuit):
         """The body of a comprehension: each evaluation is one step."""
@@ -227,6 +259,20 @@ def _short_circuit_runner() -> type[Any] | None:
             return evaluator.evaluate(context)
 
     return Runner
+
+
+def _single_descendant(tree: Any, data: str) -> Any:
+    """The `data` node reached from `tree` through nodes of one child each, or None."""
+    from lark import Tree
+
+    node = tree
+    while isinstance(node, Tree):
+        if node.data == data:
+            return node
+        if len(node.children) != 1:
+            return None
+        node = node.children[0]
+    return None
 
 
 def _shared_positions(ast: Any) -> Any:
