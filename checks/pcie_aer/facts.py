@@ -60,7 +60,22 @@ class Gpu(GpuRefFacts):
     counters_by_port: dict[str, PortCounters]  # bus id -> its counters
 
 
+class Group(FactsModel):
+    """Every report of one (device, severity, type, errors) (facts.md "Storms",
+    `kernlog.storm`)."""
+
+    device: str | None
+    severity: Literal["corrected", "nonfatal", "fatal"]
+    type: str | None
+    errors: list[str]
+    count: int
+    first: float | str | None  # seconds since boot, an ISO 8601 time, or null
+    last: float | str | None
+
+
 class Facts(FactsModel):
-    events: list[Event]
+    events: list[Event]  # the first 1,000 in log order
+    event_count: int  # every report of the log
+    groups: list[Group]  # all of them, counted
     gpus: list[Gpu]
     log: KernelLogFacts

@@ -8,6 +8,7 @@ from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpu.identity import GpuRef, known_gpus
+from sitscheck.kernlog.storm import aer_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 from sitscheck.sources.pci import port_folders
@@ -50,7 +51,7 @@ class PcieAerImpl:
             findings=findings(paths, events, scan.source),
             metrics=self._metrics(paths, events),
             facts={
-                "events": [e.to_fact() for e in events],
+                **aer_events(events).facts(lambda e: e.to_fact()),  # the first 1,000, counted
                 "gpus": summaries,
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },

@@ -26,7 +26,20 @@ class Gpu(GpuRefFacts):
     fallen_off_bus: bool
 
 
+class Group(FactsModel):
+    """Every report of one (device, xid, sxid) (facts.md "Storms", `kernlog.storm`)."""
+
+    device: str | None
+    xid: int | None
+    sxid: int | None
+    count: int
+    first: float | str | None  # seconds since boot, an ISO 8601 time, or null
+    last: float | str | None
+
+
 class Facts(FactsModel):
-    events: list[Event]
+    events: list[Event]  # the first 1,000 in log order
+    event_count: int  # every report of the log
+    groups: list[Group]  # all of them, counted
     gpus: list[Gpu]
     log: KernelLogFacts

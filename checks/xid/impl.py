@@ -5,6 +5,7 @@ from __future__ import annotations
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, kernel_log_skip
 from sitscheck.gpu.identity import known_gpus
+from sitscheck.kernlog.storm import xid_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 
@@ -41,7 +42,7 @@ class XidImpl:
                 for group in groups
             ],
             facts={
-                "events": [e.to_fact() for e in events],
+                **xid_events(events).facts(lambda e: e.to_fact()),  # the first 1,000, counted
                 "gpus": gpu_summaries(groups, gpus),
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },
