@@ -111,3 +111,93 @@ def large_node_bundle(src: Path, dst: Path, gpus: int, log_lines: int) -> None:
         (dst / name).unlink(missing_ok=True)
     log_mb = max(1, log_lines * 110 // (1024 * 1024))
     kernel_log(dst / "dmesg.txt", log_mb, matches=200)
+
+
+def storm_log(path: Path, size_mb: int, every: int = 20, seed: int = 11) -> int:
+    """An AER storm: one 4-line corrected report in every `every` lines (the rest ordinary
+    boot/runtime lines), about `size_mb` MB; returns the number of reports written."""
+    rng = random.Random(seed)
+    target = size_mb * 1024 * 1024
+    written = reports = 0
+    t = 5.0
+    with path.open("w", encoding="utf-8") as out:
+        while written < target:
+            block = []
+            for _ in range(every - len(AER_REPORT)):
+                t += 0.0009
+                block.append(
+                    rng.choice(ORDINARY).format(
+                        t=t, b=rng.randint(0, 255), p=rng.randint(1000, 99999)
+                    )
+                )
+            t += 0.0009
+            block.extend(r.format(t=t, b=0x16, d=0x19 + 0x10 * (reports % 4)) for r in AER_REPORT)
+            reports += 1
+            text = "\n".join(block) + "\n"
+            out.write(text)
+            written += len(text.encode("utf-8"))
+    return reports
+
+
+# journalctl -k in a Russian locale (`journalctl -k -o short`): the date, host and most
+# messages are not ASCII; the kernel's own AER/Xid wording stays English.
+RU_ORDINARY = (
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: EXT4-fs (nvme0n1p2): смонтирована файловая система с упорядоченным режимом данных",
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} systemd[1]: Запущен сеанс {p} пользователя ubuntu.",
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} systemd[1]: Достигнута цель «Сеть» — сетевые интерфейсы настроены.",
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: сетевой интерфейс eth0: соединение установлено, 100 Гбит/с, полный дуплекс",
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} audit[{p}]: правило AppArmor загружено: профиль «snap.lxd.daemon»",
+)
+RU_MATCHES = (
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
+    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: NVRM: Xid (PCI:0000:19:00): 13, pid={p}, name=python3, Graphics SM Warp Exception on (GPC 2, TPC 1, SM 0): Out Of Range Address",
+)
+
+
+def journal_ru(path: Path, size_mb: int, matches: int, seed: int = 5) -> int:
+    """About `size_mb` MB of Russian-locale journalctl kernel/system lines with `matches`
+    AER or Xid lines spread through; returns the number of lines."""
+    rng = random.Random(seed)
+    target = size_mb * 1024 * 1024
+    every = max(target // max(matches, 1), 1)
+    written = lines = 0
+    next_match = every // 2
+    with path.open("w", encoding="utf-8") as out:
+        block: list[str] = []
+        while written < target:
+            fields = {
+                "m": rng.randint(0, 59),
+                "s": rng.randint(0, 59),
+                "h": rng.randint(1, 9),
+                "p": rng.randint(1000, 99999),
+            }
+            if written >= next_match:
+                next_match += every
+                row = rng.choice(RU_MATCHES).format(**fields)
+            else:
+                row = rng.choice(RU_ORDINARY).format(**fields)
+            block.append(row)
+            written += len(row.encode("utf-8")) + 1
+            lines += 1
+            if len(block) >= 4096:
+                out.write("\n".join(block) + "\n")
+                block.clear()
+        if block:
+            out.write("\n".join(block) + "\n")
+    return lines
+
+
+def many_rules(folder: Path, count: int, per_file: int = 2000) -> None:
+    """`count` GPU-scope rules over the recorded facts, in files of `per_file` rules."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for start in range(0, count, per_file):
+        rows = ["rules:"]
+        for n in range(start, min(start + per_file, count)):
+            rows += [
+                f"  - id: bench.r{n}",
+                "    scope: gpu",
+                f"    when: has(gpu.driver) && gpu.index + {n} < 0",
+                "    severity: warning",
+                f"    message: GPU {{gpu.index}} rule {n}",
+            ]
+        (folder / f"r{start:06d}.yaml").write_text("\n".join(rows) + "\n")
