@@ -19,8 +19,8 @@ from typing import Any
 from ..models import CheckResult, Device, Status, Verdict
 from .budget import BudgetExceeded, passed
 from .cel import CelEnvironment, render_message
-from .identity import gpu_identity, gpu_records
 from .errors import EvalFailure
+from .identity import gpu_identity, gpu_records
 from .model import CompiledExpr, Profile, Rule, RuleSet
 from .reads import prune, reads_of
 
@@ -298,14 +298,15 @@ def _pairs_by_gpu(pairs: Any) -> dict[int, list[Any]] | None:
     if not isinstance(pairs, list):
         return None
     out: dict[int, list[Any]] = {}
+    named = False  # pairs of other records (bandwidth's) name no two GPUs: no join
     for pair in pairs:
-        if not isinstance(pair, dict):
+        if not isinstance(pair, dict) or "a_index" not in pair or "b_index" not in pair:
             continue
-        ends = {pair.get("a_index"), pair.get("b_index")}
-        for index in ends:
+        named = True
+        for index in {pair.get("a_index"), pair.get("b_index")}:
             if isinstance(index, int) and not isinstance(index, bool):
                 out.setdefault(index, []).append(pair)
-    return out
+    return out if named else None
 
 
 def _device(gpu: dict[str, Any]) -> Device:

@@ -294,7 +294,28 @@ def _gpu_records(facts: Shape) -> list[Mapping[str, Any]]:
         records.extend(
             dict(b) for b in items.branches() if _kind(b) == "object" and "properties" in b
         )
+    pairs = _pair_records(facts)
+    if pairs is not None:  # the engine joins them to each GPU record (`evaluate.gpu_views`)
+        records = [
+            {**r, "properties": {**r["properties"], "pairs": {"type": "array", "items": pairs}}}
+            for r in records
+        ]
     return records
+
+
+def _pair_records(facts: Shape) -> Mapping[str, Any] | None:
+    """The object schema of `facts.pairs` entries that name two GPUs (`a_index`, `b_index`)."""
+    field = facts.member("pairs")
+    if isinstance(field, str):
+        return None
+    items = field.items()
+    if isinstance(items, str):
+        return None
+    for branch in items.branches():
+        fields = set(branch.get("properties", {}))
+        if _kind(branch) == "object" and {"a_index", "b_index"} <= fields:
+            return dict(branch)
+    return None
 
 
 def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:
