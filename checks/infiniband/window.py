@@ -27,7 +27,7 @@ from .check import SYSFS_GLOBS
 
 # Below this the counters' growth says too little to be a rate (nvlink's floor too).
 MIN_WINDOW_S = 1.0
-_END_MARGIN = 0.25  # seconds kept free after the end reading's expected length
+_END_MARGIN = 1.0  # seconds kept free after the end reading's expected length (judging, load)
 
 
 @dataclass(frozen=True)

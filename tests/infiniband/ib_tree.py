@@ -119,8 +119,10 @@ class Bundle:
     window_s: float | None = 3.0
 
     @classmethod
-    def of(cls, tmp: Path, start: Mapping[str, str], source: Path = H200X2) -> Bundle:
-        root = tmp / "bundle"
+    def of(
+        cls, tmp: Path, start: Mapping[str, str], source: Path = H200X2, name: str = "bundle"
+    ) -> Bundle:
+        root = tmp / name
         shutil.copytree(source, root)
         return cls(root, dict(start), dict(start))
 
@@ -192,3 +194,46 @@ def ibstatus_to_sysfs(text: str) -> dict[str, str]:
             )
         )
     return files
+
+
+def mlx4_files(bus: str) -> dict[str, str]:
+    """The recorded ConnectX-3 (corpus 002) with its device-level CQ-overflow counter
+    (`hw_counters/num_cqovf`: a device-only mlx4 counter) and its PCI function."""
+    files = {
+        k: v for k, v in load_tsv("002-node-exporter-mlx4_0-i40iw0.tsv").items() if "mlx4_0" in k
+    }
+    files[f"{IB}/mlx4_0/hw_counters/num_cqovf"] = "17"
+    files[f"{IB}/mlx4_0/device/uevent"] = f"DRIVER=mlx4_core\nPCI_SLOT_NAME={bus}"
+    return files
+
+
+def fact_bundles(root: Path) -> list[Path]:
+    """Bundles whose `infiniband` facts hold every key the facts model declares (for
+    tests/rules/test_facts_models.py): the eight NDR HCAs of an HGX node with counters that
+    moved and a port that went down during the window, and a ConnectX-3 (mlx4) below a PCIe
+    switch with an NVIDIA GPU, its CQ-overflow counter and a CQ overrun in the kernel log."""
+    hgx = Bundle.of(root, eight_ndr_hcas(), name="ib-hgx")
+    hgx.grow("mlx5_1", "counters/port_xmit_packets", 2_000_000)
+    hgx.grow("mlx5_1", "hw_counters/local_ack_timeout_err", 40)
+    hgx.grow("mlx5_2", "counters/symbol_error", 12)
+    hgx.end[f"{IB}/mlx5_3/ports/1/state"] = DOWN
+    hgx.end[f"{IB}/mlx5_3/ports/1/phys_state"] = POLLING
+    hgx.start[f"{IB}/mlx5_4/ports/1/counters/port_rcv_errors"] = "9"
+    hgx.end[f"{IB}/mlx5_4/ports/1/counters/port_rcv_errors"] = "0"  # reset during the window
+    hgx.set_both("mlx5_5", "counters/port_xmit_wait", 4294967295)  # 32-bit, stuck
+    hgx.set_both("mlx5_6", "counters/symbol_error", 0)
+    hgx.start[f"{IB}/mlx5_6/ports/1/counters/VL15_dropped"] = "N/A (no PMA)"
+    hgx.end[f"{IB}/mlx5_6/ports/1/counters/VL15_dropped"] = "N/A (no PMA)"
+    switch = "devices/pci0000:15/0000:15:01.0/0000:16:00.0"
+    mlx4 = mlx4_files("0000:18:00.0")
+    mlx4[f"{IB}/mlx4_0/node_type"] = "1: CA"
+    mlx4 |= pci_device(f"{switch}/0000:17:00.0/0000:18:00.0", "0x15b3", "0x1007", "0x020700")
+    mlx4 |= pci_device(f"{switch}/0000:17:01.0/0000:1b:00.0", "0x10de", "0x2335", "0x030200")
+    switched = Bundle(root / "ib-mlx4-switch", mlx4, dict(mlx4))
+    switched.root.mkdir(parents=True)
+    switched.end[f"{IB}/mlx4_0/hw_counters/num_cqovf"] = "377"
+    (switched.root / "dmesg.txt").write_text(
+        "[ 4711.000001] mlx4_core 0000:18:00.0: CQ overrun on CQN 000085\n"
+    )
+    h100 = ibstat_to_sysfs((CORPUS / "003-ibstat-h100-12hca-some-down.txt").read_text())
+    return [hgx.write(), switched.write(), Bundle.of(root, h100, name="ib-h100").write()]
