@@ -144,7 +144,7 @@ def _hca(
         work.note(
             "no PCI function (device/uevent without PCI_SLOT_NAME): not joined to GPUs", hca.name
         )
-    labels = _present({"hca": hca.name, "pci_bus_id": bus, "hw.type": "network"})
+    labels = _present({"hca": hca.name, "device": bus, "hw.type": "network"})
     found = next((n for n in c.CQ_OVERFLOW if f"{c.HW}{n}" in hca.files), None)
     if found is None:
         work.note(
@@ -270,7 +270,7 @@ def _port(
         {
             "hca": port.hca,
             "port": str(port.port),
-            "pci_bus_id": bus,
+            "device": bus,  # its PCI function (pcie_aer names ports so)
             "hw.type": "network",
             "link_layer": link_layer,
         }

@@ -291,7 +291,7 @@ def test_metrics_name_the_port_and_its_pci_function() -> None:
     io = by_name[("hw.network.io", "transmit")]
     assert io.value == 2880761508848 * 4 and io.unit == "By"  # PortXmitData counts 4-byte words
     assert io.labels["hca"] == "mlx5_0" and io.labels["port"] == "1"
-    assert io.labels["pci_bus_id"] == "0000:1a:00.0" and io.labels["hw.type"] == "network"
+    assert io.labels["device"] == "0000:1a:00.0" and io.labels["hw.type"] == "network"
     assert by_name[("hw.network.bandwidth.limit", "")].value == 50e9  # 400 Gb/s in bytes/s
     assert by_name[("hw.network.up", "")].value == 1
     assert by_name[("hw.errors", "symbol_error")].value == 0

@@ -81,7 +81,7 @@ UNSEEN = {
         ".gpus[].retired_pending": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
     },
     "infiniband": {
-        ".ignored_ports[]": "filled only from check_config.infiniband.ignore_ports (tests/infiniband)",
+        ".ignored_ports[]": "only from check_config.infiniband.ignore_ports (tests/infiniband)",
     },
     "pcie_link": {
         ".gpus[].sysfs_vanished": "a device folder vanishing mid-read (tests/faults)",
