@@ -65,8 +65,22 @@ class _Growth:
 
 @dataclass
 class _Out:
+    """What the judging writes, and the window it judges over (shared by every HCA, port)."""
+
+    inputs: Inputs
+    seconds: float | None  # between the readings; None: read once
+    rate_window: float | None  # the same where long enough for a rate
     out: CheckOutput = field(default_factory=CheckOutput)
     notes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def find(
+        self, code: str, severity: Severity, message: str, device: Device, evidence: Evidence
+    ) -> None:
+        self.out.findings.append(
+            Finding(
+                code=code, severity=severity, message=message, device=device, evidence=[evidence]
+            )
+        )
 
     def note(self, reason: str, who: str) -> None:
         if who not in self.notes[reason]:
@@ -78,7 +92,8 @@ def judge(inputs: Inputs) -> CheckOutput:
     start = split(window.start.files)
     end = split(window.end.files) if window.end is not None else {}
     seconds = window.seconds if window.end is not None else None
-    work = _Out()
+    rate_window = seconds if seconds is not None and seconds >= MIN_WINDOW_S else None
+    work = _Out(inputs, seconds, rate_window)
     if window.note:
         work.out.not_judged.append(
             f"counter growth (link errors, retransmits, CQ overflows): {window.note}"
@@ -87,7 +102,6 @@ def judge(inputs: Inputs) -> CheckOutput:
         work.out.not_judged.append(
             f"counter rates: the window was {seconds} s, under {MIN_WINDOW_S} s"
         )
-    rate_window = seconds if seconds is not None and seconds >= MIN_WINDOW_S else None
     hcas: list[dict[str, Any]] = []
     ports: list[dict[str, Any]] = []
     ignored: list[str] = []
@@ -95,14 +109,14 @@ def judge(inputs: Inputs) -> CheckOutput:
         last = end.get(name)
         pairing = inputs.pairing.get(name, Pairing((), None))
         bus = slot_name(hca.files.get("device/uevent"))
-        hcas.append(_hca(hca, last, bus, pairing, seconds, rate_window, inputs, work))
+        hcas.append(_hca(hca, last, bus, pairing, work))
         for number, port in hca.ports.items():
             label = f"{name} port {number}"
             if inputs.settings.ignores(name, number):
                 ignored.append(label)
                 continue
             later = last.ports.get(number) if last is not None else None
-            ports.append(_port(port, later, bus, pairing, seconds, rate_window, inputs, work))
+            ports.append(_port(port, later, bus, pairing, work))
     work.out.facts = {
         "source": inputs.source,
         "window_s": seconds,
@@ -118,14 +132,7 @@ def judge(inputs: Inputs) -> CheckOutput:
 
 
 def _hca(
-    hca: HcaFiles,
-    last: HcaFiles | None,
-    bus: str | None,
-    pairing: Pairing,
-    seconds: float | None,
-    rate_window: float | None,
-    inputs: Inputs,
-    work: _Out,
+    hca: HcaFiles, last: HcaFiles | None, bus: str | None, pairing: Pairing, work: _Out
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": hca.name,
@@ -154,11 +161,12 @@ def _hca(
         )
     else:
         key = f"{c.HW}{found}"
-        growth = _growth(key, hca.files.get(key), last.files.get(key) if last else None, seconds)
+        later = last.files.get(key) if last else None
+        growth = _growth(key, hca.files.get(key), later, work.seconds)
         entry["cq_overflow_counter"] = key
         entry["cq_overflows"] = growth.delta
-        if growth.delta is not None and rate_window is not None:
-            entry["cq_overflow_per_s"] = round(growth.delta / rate_window, 3)
+        if growth.delta is not None and work.rate_window is not None:
+            entry["cq_overflow_per_s"] = round(growth.delta / work.rate_window, 3)
         if growth.total is not None:
             work.out.metrics.append(
                 Metric(
@@ -168,7 +176,7 @@ def _hca(
                     labels=labels,
                 )
             )
-    _cq_log(entry, bus, labels, inputs, work)
+    _cq_log(entry, bus, labels, work.inputs, work)
     return entry
 
 
@@ -197,35 +205,22 @@ def _cq_log(
         return
     mine = [e for e in inputs.cq_log.events if e.pci_bus_id == bus]
     cqns = ", ".join(dict.fromkeys(e.cqn for e in mine[:8]))
-    work.out.findings.append(
-        Finding(
-            code="infiniband.cq_overrun",
-            severity=Severity.WARNING,
-            message=(
-                f"{entry['name']} ({bus}): the kernel log reports {count} completion-queue "
-                f"overrun(s) (CQN {cqns}): a CQ too small or polled too slowly, now in error"
-            ),
-            device=Device(pci_bus_id=bus, name=entry["name"]),
-            evidence=[
-                Evidence(
-                    source="kernel log",
-                    ref=(inputs.log_facts or {}).get("source"),
-                    excerpt="\n".join(e.line for e in mine[:10]),
-                )
-            ],
-        )
+    work.find(
+        "infiniband.cq_overrun",
+        Severity.WARNING,
+        f"{entry['name']} ({bus}): the kernel log reports {count} completion-queue overrun(s) "
+        f"(CQN {cqns}): a CQ too small or polled too slowly, now in error",
+        Device(pci_bus_id=bus, name=entry["name"]),
+        Evidence(
+            source="kernel log",
+            ref=(inputs.log_facts or {}).get("source"),
+            excerpt="\n".join(e.line for e in mine[:10]),
+        ),
     )
 
 
 def _port(
-    port: PortFiles,
-    later: PortFiles | None,
-    bus: str | None,
-    pairing: Pairing,
-    seconds: float | None,
-    rate_window: float | None,
-    inputs: Inputs,
-    work: _Out,
+    port: PortFiles, later: PortFiles | None, bus: str | None, pairing: Pairing, work: _Out
 ) -> dict[str, Any]:
     name = f"{port.hca} port {port.port}"
     latest = later.files if later is not None else port.files
@@ -260,7 +255,7 @@ def _port(
         "rate_gbps": speed.gbps if speed else None,
         "gpus": list(pairing.gpus),
     }
-    growth = _counters(port, later, seconds)
+    growth = _counters(port, later, work.seconds)
     entry["totals"] = {k: g.total for k, g in growth.items() if g.total is not None}
     entry["deltas"] = {k: g.delta for k, g in growth.items() if g.delta is not None}
     entry["unreadable"] = sorted(k for k, g in growth.items() if g.state == "unreadable")
@@ -275,9 +270,9 @@ def _port(
             "link_layer": link_layer,
         }
     )
-    _state(entry, state, phys, latest, inputs, work)
-    _rates(entry, growth, rate_window, work)
-    _link_errors(entry, growth, inputs, work)
+    _state(entry, state, phys, latest, work.inputs, work)
+    _rates(entry, growth, work.rate_window, work)
+    _link_errors(entry, growth, work.inputs, work)
     _metrics(entry, growth, speed.gbps if speed else None, labels, work)
     return entry
 
@@ -334,39 +329,28 @@ def _state(
         if entry["state_at_start"]
         else ""
     )
-    evidence = [
-        Evidence(
-            source="sysfs",
-            ref=f"{inputs.source}/class/infiniband/{entry['hca']}/ports/{entry['port']}",
-            excerpt=excerpt,
-        )
-    ]
+    evidence = Evidence(
+        source="sysfs",
+        ref=f"{inputs.source}/class/infiniband/{entry['hca']}/ports/{entry['port']}",
+        excerpt=excerpt,
+    )
     device = Device(pci_bus_id=entry["pci_bus_id"], name=name)
+    states = f"state {state.code}: {state.name}, physical state {phys.code}: {phys.name}{since}"
     if entry["disabled"]:
-        work.out.findings.append(
-            Finding(
-                code="infiniband.port_disabled",
-                severity=Severity.INFO,
-                message=(
-                    f"{where} is disabled: state {state.code}: {state.name}, physical state "
-                    f"{phys.code}: {phys.name}{since}"
-                ),
-                device=device,
-                evidence=evidence,
-            )
+        work.find(
+            "infiniband.port_disabled",
+            Severity.INFO,
+            f"{where} is disabled: {states}",
+            device,
+            evidence,
         )
         return
-    work.out.findings.append(
-        Finding(
-            code="infiniband.port_down",
-            severity=Severity.CRITICAL,
-            message=(
-                f"{where} is down: state {state.code}: {state.name}, physical state "
-                f"{phys.code}: {phys.name}{since}: no RDMA traffic crosses it"
-            ),
-            device=device,
-            evidence=evidence,
-        )
+    work.find(
+        "infiniband.port_down",
+        Severity.CRITICAL,
+        f"{where} is down: {states}: no RDMA traffic crosses it",
+        device,
+        evidence,
     )
 
 
@@ -428,32 +412,22 @@ def _link_errors(
     ref = f"{inputs.source}/class/infiniband/{entry['hca']}/ports/{entry['port']}/counters"
     if grew:
         text = ", ".join(f"{n} +{d}" for n, d in grew.items())
-        work.out.findings.append(
-            Finding(
-                code="infiniband.link_errors_grew",
-                severity=Severity.CRITICAL,
-                message=f"{where}: {text} during the {window} s window",
-                device=device,
-                evidence=[Evidence(source="sysfs", ref=ref, excerpt=text)],
-            )
+        work.find(
+            "infiniband.link_errors_grew",
+            Severity.CRITICAL,
+            f"{where}: {text} during the {window} s window",
+            device,
+            Evidence(source="sysfs", ref=ref, excerpt=text),
         )
     recovery = growth.get(f"{c.COUNTERS}{c.LINK_RECOVERY}")
     if recovery is not None and recovery.delta:
-        work.out.findings.append(
-            Finding(
-                code="infiniband.link_recovered",
-                severity=Severity.WARNING,
-                message=(
-                    f"{where}: the link retrained {recovery.delta} time(s) "
-                    f"(link_error_recovery) during the {window} s window"
-                ),
-                device=device,
-                evidence=[
-                    Evidence(
-                        source="sysfs", ref=ref, excerpt=f"link_error_recovery +{recovery.delta}"
-                    )
-                ],
-            )
+        work.find(
+            "infiniband.link_recovered",
+            Severity.WARNING,
+            f"{where}: the link retrained {recovery.delta} time(s) (link_error_recovery) "
+            f"during the {window} s window",
+            device,
+            Evidence(source="sysfs", ref=ref, excerpt=f"link_error_recovery +{recovery.delta}"),
         )
 
 
@@ -464,81 +438,31 @@ def _metrics(
     labels: dict[str, str],
     work: _Out,
 ) -> None:
-    metrics = work.out.metrics
+    out = work.out.metrics
+
+    def add(name: str, value: float | None, unit: str, **more: str) -> None:
+        if value is not None:
+            out.append(Metric(name=name, value=value, unit=unit, labels={**labels, **more}))
+
     if entry["active"] is not None:
-        metrics.append(
-            Metric(name="hw.network.up", value=1 if entry["active"] else 0, unit="1", labels=labels)
-        )
+        add("hw.network.up", 1 if entry["active"] else 0, "1")
     if entry["active"] and gbps is not None:
-        metrics.append(
-            Metric(
-                name="hw.network.bandwidth.limit", value=gbps * 1e9 / 8, unit="By/s", labels=labels
-            )
-        )
+        add("hw.network.bandwidth.limit", gbps * 1e9 / 8, "By/s")
     for direction, word in (("transmit", "xmit"), ("receive", "rcv")):
         data = _total(growth, f"port_{word}_data")
-        if data is not None:
-            metrics.append(
-                Metric(
-                    name="hw.network.io",
-                    value=data * _BYTES_PER_WORD,
-                    unit="By",
-                    labels={**labels, "network.io.direction": direction},
-                )
-            )
-        packets = _total(growth, f"port_{word}_packets")
-        if packets is not None:
-            metrics.append(
-                Metric(
-                    name="hw.network.packets",
-                    value=packets,
-                    unit="{packet}",
-                    labels={**labels, "network.io.direction": direction},
-                )
-            )
-    for name in c.ERRORS:
-        g = growth.get(f"{c.COUNTERS}{name}")
-        if g is not None and g.total is not None:
-            metrics.append(
-                Metric(
-                    name="hw.errors",
-                    value=g.total,
-                    unit="{error}",
-                    labels={**labels, "error.type": name},
-                )
-            )
-    for name in c.RETRANSMIT:
-        g = growth.get(f"{c.HW}{name}")
-        if g is not None and g.total is not None:
-            metrics.append(
-                Metric(
-                    name="sitscheck.infiniband.retransmits",
-                    value=g.total,
-                    unit="{packet}",
-                    labels={**labels, "counter": name},
-                )
-            )
-    if entry.get("retransmit_pct") is not None:
-        metrics.append(
-            Metric(
-                name="sitscheck.infiniband.retransmit_rate",
-                value=entry["retransmit_pct"],
-                unit="%",
-                labels=labels,
-            )
-        )
+        io = {"network.io.direction": direction}
+        add("hw.network.io", None if data is None else data * _BYTES_PER_WORD, "By", **io)
+        add("hw.network.packets", _total(growth, f"port_{word}_packets"), "{packet}", **io)
+    series = [("hw.errors", "{error}", "error.type", c.COUNTERS, c.ERRORS)]
+    series.append(("sitscheck.infiniband.retransmits", "{packet}", "counter", c.HW, c.RETRANSMIT))
     if entry["link_layer"] == "Ethernet":
-        for name in c.CONGESTION:
-            g = growth.get(f"{c.HW}{name}")
-            if g is not None and g.total is not None:
-                metrics.append(
-                    Metric(
-                        name="sitscheck.infiniband.roce.congestion",
-                        value=g.total,
-                        unit="{packet}",
-                        labels={**labels, "counter": name},
-                    )
-                )
+        congestion = ("sitscheck.infiniband.roce.congestion", "{packet}", "counter")
+        series.append((*congestion, c.HW, c.CONGESTION))
+    for name, unit, label, folder, counters in series:
+        for counter_name in counters:
+            g = growth.get(f"{folder}{counter_name}")
+            add(name, g.total if g is not None else None, unit, **{label: counter_name})
+    add("sitscheck.infiniband.retransmit_rate", entry.get("retransmit_pct"), "%")
 
 
 def _total(growth: Mapping[str, _Growth], name: str) -> int | None:
