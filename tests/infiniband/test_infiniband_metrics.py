@@ -15,7 +15,7 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
 from sitscheck.export.semconv import COUNTER, UPDOWN, otel_point
 from sitscheck.models import Report
-from sitscheck.report.prom import render_prom
+from sitscheck.reporters.prom import render_prom
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import fact_bundles

@@ -17,7 +17,7 @@ import pytest
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
 from sitscheck.models import Report, Status
-from sitscheck.report.table import render_table
+from sitscheck.reporters.table import render_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import (
