@@ -70,7 +70,7 @@ def live_window(ctx: CheckContext, sample_seconds: float) -> Window:
             return Window(start, None, None, "sample_seconds is 0: the counters were read once")
         assert start.at is not None
         latest = ctx.deadline - start.took_s - _END_MARGIN
-        wake = min(start.at + sample_seconds - start.took_s / 2, latest)
+        wake = min(start.at + sample_seconds, latest)  # a full window where the deadline allows
         pause = wake - time.monotonic()
         if pause > 0:
             time.sleep(pause)
