@@ -5,12 +5,19 @@ commands under their file names, the NVML snapshot, the kernel log, sysfs and pr
 under `sysfs/` and `proc/` (class links read through, stored as plain folders), host files
 under `files/`, and declared log files. The bundle is plain files an operator can assemble by
 hand, and replays through the same checks with `sitscheck run --from DIR`.
+
+The declared sysfs globs are read twice, at the start and at the end of the sampling window
+(`sample_seconds`, counted from before the NVML snapshot), so a check can difference the
+counters among them: `sysfs/` holds the first reading, `sysfs-end/` the same paths read at the
+end and `sysfs-end/window_seconds` the seconds between the two readings' midpoints.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +36,7 @@ def collect_bundle(
     """Write every piece of declared evidence; returns what was written and what failed."""
     target.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"written": [], "missing": {}}
+    first = _read_files(sources.sysfs, _globbed(sources.sysfs, declared.sysfs))
     if declared.nvml:
         snapshot, reason = sources.gpu_snapshot()
         if snapshot is not None:
@@ -41,15 +49,16 @@ def collect_bundle(
             _write(target / name, artifact.text, summary)
         else:
             summary["missing"][name] = artifact.reason
+    if first.texts:
+        _collect_sysfs_end(sources, target, first, summary)
     _collect_bandwidth(sources, target, summary)
     if declared.kernel_log:
         _collect_kernel_log(sources, target, summary)
     sysfs_paths = [p for ref in declared.sysfs_paths for p in resolve(ref)(sources)]
-    summary["sysfs_files"] = _copy_tree_files(
-        sources.sysfs,
-        sysfs_paths + _globbed(sources.sysfs, declared.sysfs),
-        target / names.SYSFS_DIR,
-    )
+    sysfs_dir = target / names.SYSFS_DIR
+    copied = _write_tree(first.texts, sysfs_dir)
+    copied += _copy_tree_files(sources.sysfs, sysfs_paths, sysfs_dir, set(first.texts))
+    summary["sysfs_files"] = copied
     summary["proc_files"] = _copy_tree_files(
         sources.procfs, _globbed(sources.procfs, declared.procfs), target / names.PROCFS_DIR
     )
@@ -105,18 +114,48 @@ def _globbed(tree: FileTree, patterns: list[str]) -> list[str]:
     return found
 
 
-def _copy_tree_files(tree: FileTree, relative_paths: list[str], into: Path) -> int:
+def _copy_tree_files(
+    tree: FileTree, relative_paths: list[str], into: Path, skip: set[str] | None = None
+) -> int:
     """Each readable file, as plain files under `into` at the same relative path."""
-    copied = 0
+    wanted = [p for p in dict.fromkeys(relative_paths) if p not in (skip or set())]
+    return _write_tree(_read_files(tree, wanted).texts, into)
+
+
+@dataclass
+class _Reading:
+    texts: dict[str, str]  # relative path -> text, readable files only
+    at: float  # monotonic midpoint of the reading
+
+
+def _read_files(tree: FileTree, relative_paths: list[str]) -> _Reading:
+    began = time.monotonic()
+    texts: dict[str, str] = {}
     for relative in dict.fromkeys(relative_paths):
         text = tree.read_text(relative)
-        if text is None:
-            continue
+        if text is not None:
+            texts[relative] = text
+    return _Reading(texts, (began + time.monotonic()) / 2)
+
+
+def _write_tree(texts: dict[str, str], into: Path) -> int:
+    for relative, text in texts.items():
         out = into / relative.lstrip("/")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
-        copied += 1
-    return copied
+    return len(texts)
+
+
+def _collect_sysfs_end(
+    sources: LiveSources, target: Path, first: _Reading, summary: dict[str, Any]
+) -> None:
+    """The first reading's files read again once the sampling window has passed."""
+    pause = first.at + sources.options.sample_seconds - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+    end = _read_files(sources.sysfs, list(first.texts))
+    _write_tree(end.texts, target / names.SYSFS_END_DIR)
+    _write(target / names.SYSFS_WINDOW, f"{end.at - first.at:.3f}\n", summary)
 
 
 def _collect_logs(sources: LiveSources, folder: str, target: Path, summary: dict[str, Any]) -> None:

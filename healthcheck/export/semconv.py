@@ -55,6 +55,12 @@ HW_METRICS: dict[str, Spec] = {
     "hw.energy": Spec(COUNTER, "J", "Energy consumed by the component."),
     "hw.temperature": Spec(GAUGE, "Cel", "Temperature in degrees Celsius."),
     "hw.temperature.limit": Spec(GAUGE, "Cel", "Temperature limit in degrees Celsius."),
+    "hw.network.io": Spec(COUNTER, "By", "Received and transmitted network traffic in bytes."),
+    "hw.network.packets": Spec(
+        COUNTER, "{packet}", "Received and transmitted network traffic in packets (or frames)."
+    ),
+    "hw.network.bandwidth.limit": Spec(UPDOWN, "By/s", "Link speed."),
+    "hw.network.up": Spec(UPDOWN, "1", "Link status: 1 (up) or 0 (down)."),
     "hw.status": Spec(
         UPDOWN, "1", "Operational status: 1 (true) or 0 (false) for each of the possible states."
     ),

@@ -83,7 +83,7 @@ _UNITS: dict[str, tuple[str, float]] = {
     "1": ("ratio", 1.0),
 }
 # a unit-"1" metric whose last word says it is a 0/1 flag, not a fraction: no `_ratio`
-_FLAG_WORDS = ("pending", "failure", "enabled", "present", "supported")
+_FLAG_WORDS = ("pending", "failure", "enabled", "present", "supported", "up")
 # identity attributes the GPU labels replace
 _IDENTITY = {
     "hw.id",

@@ -32,6 +32,11 @@ DMESG = "dmesg.txt"
 NVML_JSON = "nvml.json"
 META_JSON = "meta.json"
 SYSFS_DIR = "sysfs"
+# The declared sysfs files read again at the end of collect's sampling window (counters are
+# differenced over it): the same relative paths under `sysfs-end/`, and the seconds between
+# the two readings in `sysfs-end/window_seconds` (one number). `sysfs/` is the first reading.
+SYSFS_END_DIR = "sysfs-end"
+SYSFS_WINDOW = f"{SYSFS_END_DIR}/window_seconds"
 PROCFS_DIR = "proc"
 FILES_DIR = "files"
 

@@ -12,6 +12,7 @@ CHECKS = (
     "bandwidth",
     "driver",
     "gpu_telemetry",
+    "infiniband",
     "memory_errors",
     "nvlink",
     "pcie_aer",

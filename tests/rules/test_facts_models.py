@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from bandwidth_bundles import facts_variants
 from corpus_paths import corpus_root
+from infiniband.ib_tree import fact_bundles as ib_fact_bundles
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
 from sitscheck.app import RunRequest, open_sources
@@ -78,6 +79,9 @@ UNSEEN = {
         ".gpus[].retired_sbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
         ".gpus[].retired_dbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
         ".gpus[].retired_pending": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
+    },
+    "infiniband": {
+        ".ignored_ports[]": "only from check_config.infiniband.ignore_ports (tests/infiniband)",
     },
     "pcie_link": {
         ".gpus[].sysfs_vanished": "a device folder vanishing mid-read (tests/faults)",
@@ -169,6 +173,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources.append((int8, ["tensorrt"], {"trt_probe": True}))  # a replay never probes: why
     sources.append((_gpus_missing_from_the_matrix(root), ["topology"], {}))
     sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
+    sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
         out[f"{bundle.name}{config or ''}"] = check_results(bundle, checks, **config)
@@ -185,7 +190,7 @@ def _facts(outputs: dict[str, list[CheckResult]], check: str) -> list[tuple[str,
 
 
 def test_every_built_in_check_declares_a_strict_facts_model() -> None:
-    assert len(BUILT_IN) == 10
+    assert len(BUILT_IN) == 11
     for check in CHECKS:
         if check.name in BUILT_IN:
             model = facts_model(check)
