@@ -36,7 +36,7 @@ _Job = tuple[Callable[[], Any], "Future[Any]"]
 
 # What work under a scope keeps for itself at the end of its deadline, to turn a killed
 # command into its own result (at most this, and at most a tenth of the scope's time).
-SETTLE_S = 0.5
+SETTLE_S = 1.0
 
 
 class InFlight:
