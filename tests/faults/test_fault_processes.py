@@ -27,8 +27,8 @@ from fakes.fake_checks import FakeCheck
 from fakes.procs import kill_by_pid, read_pids, still_running
 from fault_expect import GPU_CHECKS, assert_complete, assert_faulted, assert_within, result
 from fault_node import FAST, SMI_FILES, NodeSpec, hang_body, run_live, write_smi
-from sitscheck.check import CheckContext, CheckOutput
 from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.models import Report, Status
 from sitscheck.runner import run_checks
 from sitscheck.sources import artifacts as names
