@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -245,6 +246,47 @@ def run_live(spec: NodeSpec, patch: Patch, **overrides: Any) -> tuple[Any, float
     began = time.monotonic()
     report = execute(RunRequest(config))
     return report, time.monotonic() - began
+
+
+def wait_for(condition: Callable[[], object], within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+@dataclass
+class Signalled:
+    """A real process sent a signal once it was ready: how it ended, and how long after."""
+
+    code: int
+    stdout: str
+    stderr: str
+    took: float  # seconds from the signal to its exit
+
+
+def signal_when_ready(
+    argv: list[str],
+    ready: Callable[[subprocess.Popen[str]], object],
+    signum: int,
+    what: str,
+    then: Callable[[], object] | None = None,
+) -> Signalled:
+    """Start `argv`, wait (up to 30 s) until `ready(process)`, send `signum`, run `then`, and
+    wait (up to 15 s) for the process to end; it is killed if it does not."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: ready(process), 30.0, what)
+        process.send_signal(signum)
+        sent = time.monotonic()
+        if then is not None:
+            then()
+        stdout, stderr = process.communicate(timeout=15)
+        return Signalled(process.returncode, stdout, stderr, time.monotonic() - sent)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 @dataclass

@@ -21,7 +21,16 @@ import pytest
 from fakes.fake_checks import FakeCheck, HangingCheck
 from fakes.procs import read_pids, still_running
 from fault_expect import CHECKS, outline, result
-from fault_node import BUNDLE, RULES_LOADED, NodeSpec, finished, hang_body, write_smi
+from fault_node import (
+    BUNDLE,
+    RULES_LOADED,
+    NodeSpec,
+    finished,
+    hang_body,
+    signal_when_ready,
+    wait_for,
+    write_smi,
+)
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
 from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
@@ -32,13 +41,6 @@ from sitscheck.sources.replay import ReplaySources
 LAUNCHER = Path(__file__).resolve().parent / "fault_node.py"
 SITSCHECK = Path(sys.executable).with_name("sitscheck")
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
-
-
-def wait_for(condition: Any, within_s: float, what: str) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 # ---- end to end: a real process, a real signal ----------------------------------------------
@@ -56,26 +58,20 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--config", str(config)]
     argv += ["--timeout", "40", "--run-timeout", "50", "--sample-seconds", "0.2"]
     argv += ["-o", f"json={target}", "-o", "text"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: len(read_pids(pidfile)) >= 2, 20.0, "the hung nvidia-smi topo -m")
-        # tensorrt and bandwidth (no log, no --bandwidth): skipped, they never collect
-        others = set(CHECKS) - {"topology", "tensorrt", "bandwidth"}
-        # and the rules compiled (alongside the checks): on a loaded machine that alone can
-        # take seconds, which is not what the signal costs
-        others.add(RULES_LOADED)
-        wait_for(lambda: finished(node) >= others, 30.0, "the other checks and the rules")
-        process.send_signal(SIGNALS[name])
-        sent = time.monotonic()
-        stdout, stderr = process.communicate(timeout=15)
-        took = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+    # tensorrt and bandwidth (no log, no --bandwidth): skipped, they never collect; and the
+    # rules compiled (alongside the checks): on a loaded machine that alone can take seconds,
+    # which is not what the signal costs
+    others = set(CHECKS) - {"topology", "tensorrt", "bandwidth"} | {RULES_LOADED}
+    ended = signal_when_ready(
+        argv,
+        lambda _: len(read_pids(pidfile)) >= 2 and finished(node) >= others,
+        SIGNALS[name],
+        "the hung nvidia-smi topo -m, the other checks and the rules",
+    )
+    stdout, stderr = ended.stdout, ended.stderr
 
-    assert process.returncode == EXIT_INTERRUPTED, stdout + stderr
-    assert took < 3.0, f"exited {took:.1f}s after {name}"
+    assert ended.code == EXIT_INTERRUPTED, stdout + stderr
+    assert ended.took < 3.0, f"exited {ended.took:.1f}s after {name}"
     assert f"sitscheck: interrupted by {name}" in stderr
     assert "Traceback" not in stderr
     assert still_running(read_pids(pidfile)) == [], "a child outlived the interrupted run"
@@ -111,24 +107,22 @@ def test_a_signal_during_start_up_is_held_for_the_run_which_still_reports_instal
     are there is held for the run, which ends at once with a report saying so, exit 3."""
     target = tmp_path / "report.json"
     argv = [str(SITSCHECK), "run", "--from", str(BUNDLE), "-o", f"json={target}"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while not catches(process.pid, signal.SIGTERM):
-            assert time.monotonic() < deadline and process.poll() is None, "no SIGTERM handler"
-        first = not has_loaded(process.pid, "pydantic_core")  # read after the handler was seen
-        process.send_signal(signal.SIGTERM)
-        stdout, stderr = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+    first: list[bool] = []
 
-    assert first, "the SIGTERM handler came only after the heavy imports"
-    assert process.returncode == EXIT_INTERRUPTED, stdout + stderr
-    assert "sitscheck: interrupted by SIGTERM" in stderr
+    def handler_there(process: subprocess.Popen[str]) -> bool:
+        assert process.poll() is None, "ended before it had a SIGTERM handler"
+        if not catches(process.pid, signal.SIGTERM):
+            return False
+        first.append(not has_loaded(process.pid, "pydantic_core"))  # read after the handler
+        return True
+
+    ended = signal_when_ready(argv, handler_there, signal.SIGTERM, "a SIGTERM handler")
+
+    assert first == [True], "the SIGTERM handler came only after the heavy imports"
+    assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
+    assert "sitscheck: interrupted by SIGTERM" in ended.stderr
     report = Report.model_validate(json.loads(target.read_text()))
-    assert report.status == Status.UNKNOWN and report.exit_code == process.returncode
+    assert report.status == Status.UNKNOWN and report.exit_code == ended.code
     assert [c.name for c in report.checks] == list(CHECKS)
     for check in report.checks:
         assert check.status == Status.UNKNOWN, check
@@ -145,22 +139,20 @@ def test_a_signal_after_every_check_finished_gives_a_report_that_agrees_with_exi
     target = tmp_path / "report.json"
     argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--sample-seconds", "0.2"]
     argv += ["-o", f"json={target}"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(hold.with_suffix(".reached").exists, 30.0, "the run to reach its rules")
-        process.send_signal(signal.SIGTERM)
+
+    def go() -> None:
         time.sleep(0.2)  # only lets the handler run first: nothing is measured
         hold.with_suffix(".go").touch()
-        stdout, stderr = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
 
-    assert process.returncode == EXIT_INTERRUPTED, stdout + stderr
+    reached = hold.with_suffix(".reached")
+    ended = signal_when_ready(
+        argv, lambda _: reached.exists(), signal.SIGTERM, "the run to reach its rules", then=go
+    )
+
+    assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
     report = Report.model_validate(json.loads(target.read_text()))
     assert report.status == Status.UNKNOWN, report.headline
-    assert report.exit_code == process.returncode
+    assert report.exit_code == ended.code
     assert report.headline.startswith("UNKNOWN — ") and "interrupted by SIGTERM" in report.headline
     for check in report.checks:  # every check had finished: each keeps its result
         assert outline(check) == outline(result(baseline, check.name)), check
