@@ -304,6 +304,19 @@ def own_process() -> None:
     become_subreaper()
 
 
+def release_held() -> None:
+    """For a command that is not a run (`checks`, `rules`, `collect`...): signals act as they
+    always do from here on; one that came during start-up ends the process now, exit 3."""
+    if not _process.owned or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signum = _process.take()
+    if signum is not None:
+        sys.stderr.write(f"sitscheck: interrupted by {_name(signum)}\n")
+        raise SystemExit(EXIT_INTERRUPTED)
+
+
 def take_pending() -> int | None:
     """The signal held since start-up (or since the last run), once."""
     return _process.take()
