@@ -290,13 +290,23 @@ def test_meta_json_saying_no_driver_never_hides_the_gpus_evidence(bundle: Path) 
 
 
 def test_nan_and_infinite_ecc_counts_are_not_recorded(bundle: Path) -> None:
+    """NaN and Infinity (as Python's json writes them) are no reading, as `null` is: where the
+    bundle holds nvidia-smi's outputs the count comes from them, else it is "not recorded"
+    (it was: "internal error … cannot convert float NaN to integer")."""
     recording = copy.deepcopy(RECORDING)
     recording["gpus"][0]["ecc"]["volatile"]["uncorrected"] = float("nan")
     recording["gpus"][1]["ecc"]["aggregate"]["corrected"] = float("inf")
-    (bundle / names.NVML_JSON).write_text(json.dumps(recording))  # NaN, Infinity: as Python writes
+    (bundle / names.NVML_JSON).write_text(json.dumps(recording))
     memory = replay(bundle).check("memory_errors")
-    assert memory is not None
-    assert "internal error" not in (memory.error or ""), memory.error  # was: cannot convert NaN
+    assert memory is not None and memory.error is None, memory
+    gpus = memory.facts["gpus"]
+    assert gpus[0]["sources"] == {"ecc.volatile.uncorrected": "nvidia-smi"}
+    assert gpus[1]["sources"] == {"ecc.aggregate.corrected": "nvidia-smi"}
+
+    for name in SMI_OUTPUTS:
+        (bundle / name).unlink()
+    memory = replay(bundle).check("memory_errors")
+    assert memory is not None and memory.error is None, memory
     text = said(memory)
     assert "GPU 0: ECC volatile uncorrected count: not recorded" in text, text
     assert "GPU 1: ECC aggregate corrected count: not recorded" in text, text
