@@ -197,10 +197,11 @@ def test_unpacking_past_the_run_deadline_is_unknown_named_and_the_report_written
     )
 
     assert done.returncode == 3, done.stderr
-    # what is left after the deadline (start-up, rules, the report) costs what a whole replay
-    # of the bundle costs on this machine now, at most: measured, not assumed
+    # what is left after the deadline (start-up, rules, the report, removing what was
+    # unpacked) costs about what a whole replay of the bundle costs on this machine now:
+    # measured, not assumed (the 100k-file tarball of the issue took 24 s)
     _, whole = timed([str(SITSCHECK), "run", "--from", str(BUNDLE), "-o", "json"])
-    assert elapsed < 0.2 + whole + 1.0, (elapsed, whole)
+    assert elapsed < 0.2 + whole + 2.5, (elapsed, whole)
     report = Report.model_validate(json.loads(target.read_text()))
     assert report.status == Status.UNKNOWN and len(report.checks) == len(intact.checks)
     for check in report.checks:
