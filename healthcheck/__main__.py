@@ -1,5 +1,33 @@
-"""`python -m sitscheck`."""
+"""`python -m sitscheck`, and the `sitscheck` command's entry point.
 
-from .cli import main
+Signal handlers come first, before the command line and its imports (a fifth of a second):
+a SIGTERM during start-up is held for the run, which then ends at once with its report, and
+never kills the process with no report at all (`interrupt.own_process`). A command that is
+not a run gets the usual signals back once it is known.
+"""
 
-main()
+from __future__ import annotations
+
+import sys
+
+RUNS = ("run", "daemon")  # the commands that take a held signal (no command at all is a run)
+
+
+def main() -> None:
+    from .interrupt import own_process, release_held
+
+    own_process()
+    from .cli import main as cli_main
+
+    if command(sys.argv[1:]) not in RUNS:
+        release_held()
+    cli_main()
+
+
+def command(args: list[str]) -> str:
+    """The subcommand named on the command line (options before it are the group's own)."""
+    return next((arg for arg in args if not arg.startswith("-")), "run")
+
+
+if __name__ == "__main__":
+    main()

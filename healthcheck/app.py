@@ -27,9 +27,8 @@ from .probes.bandwidth.probe import budget_s
 from .profiles import select_profile
 from .report.assemble import build_report
 from .sources.base import Sources
-from .sources.bundle import opened_bundle
 from .sources.live import LiveOptions, LiveSources
-from .sources.replay import ReplaySources
+from .sources.replay import replay_sources
 
 
 @dataclass(frozen=True)
@@ -54,20 +53,26 @@ T = TypeVar("T")
 
 @contextmanager
 def open_sources(
-    request: RunRequest, declared: DeclaredEvidence, wrap: SourcesWrapper | None = None
+    request: RunRequest,
+    declared: DeclaredEvidence,
+    wrap: SourcesWrapper | None = None,
+    deadline: float | None = None,
 ) -> Iterator[Sources]:
     """The sources of a run, serving what the selected checks declared; `wrap` decorates
-    them (the daemon reads the log from its cursor)."""
-    with _raw_sources(request, declared) as sources:
+    them (the daemon reads the log from its cursor). `deadline`: the run's, which bounds
+    unpacking a bundle too."""
+    with _raw_sources(request, declared, deadline) as sources:
         yield wrap(sources) if wrap is not None else sources
 
 
 @contextmanager
-def _raw_sources(request: RunRequest, declared: DeclaredEvidence) -> Iterator[Sources]:
+def _raw_sources(
+    request: RunRequest, declared: DeclaredEvidence, deadline: float | None
+) -> Iterator[Sources]:
     config = request.config
     if request.bundle is not None:
-        with opened_bundle(request.bundle) as folder:
-            yield ReplaySources(folder, label=request.bundle)
+        with replay_sources(request.bundle, deadline) as replay:
+            yield replay
         return
     live = live_sources(config, declared)
     try:
@@ -141,8 +146,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     background = Background(compile_rules) if request.bundle is None else None
     checks = selected_checks(config)
     settings = check_settings(checks, config.check_config)
-    with open_sources(request, gather(checks), wrap) as sources:
-        results = run_checks(interrupt.guard(checks), sources, config, settings)
+    deadline = started + config.run_timeout_s
+    with open_sources(request, gather(checks), wrap, deadline) as sources:
+        guarded = interrupt.guard(checks)
+        results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
         meta = sources.meta()
     env, ruleset, profiles = background.result() if background else compile_rules()

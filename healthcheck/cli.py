@@ -211,13 +211,12 @@ def _run(
 
 
 def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
-    from .interrupt import EXIT_INTERRUPTED, interruptible
+    from .interrupt import interruptible
 
     with interruptible() as interrupt:  # SIGTERM/SIGINT: partial report, children killed
         report = _execute_and_deliver(config, request, specs, otlp_settings)
-    if interrupt.triggered:
+    if interrupt.triggered:  # the exit code is the report's, which says so (interrupt.settle)
         typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
-        return EXIT_INTERRUPTED
     if any(spec.name == "npd" for spec in specs):
         from .reporters.npd import npd_exit_code
 
@@ -228,9 +227,11 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: Any) -> Any:
     """One run: execute (through the daemon state in timer mode), deliver, export."""
     from .app import execute
+    from .interrupt import settle
     from .reporters.outputs import OutputError, deliver
 
     report = _daemon_run(config, request) if config.daemon else execute(request)
+    report = settle(report)  # final from here: a later signal changes neither it nor the exit
     failed: OutputError | None = None
     try:
         deliver(report, specs, config.verbose)

@@ -7,7 +7,7 @@ The site file is `/etc/sitscheck/config.yaml` (or `--config PATH`); its keys are
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -16,6 +16,11 @@ from .errors import ConfigError
 
 SITE_DIR = Path("/etc/sitscheck")
 SITE_CONFIG = SITE_DIR / "config.yaml"
+
+# A duration a deadline is built from: finite and at most a day, so no timer, sleep or
+# deadline sum can overflow (`1e300` or `.inf` is refused here, naming its key).
+MAX_SECONDS = 86400.0
+Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
 
 
 class OtlpSettings(BaseModel):
@@ -34,7 +39,9 @@ class OtlpSettings(BaseModel):
     certificate: str | None = Field(
         default=None, description="CA bundle (PEM) to verify the endpoint"
     )
-    timeout_s: float | None = Field(default=None, gt=0, description="per request; default 10")
+    timeout_s: float | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="per request; 10"
+    )
     client_certificate: str | None = Field(default=None, description="PEM, for mutual TLS")
     client_key: str | None = Field(default=None, description="PEM, for mutual TLS")
     insecure: bool | None = Field(
@@ -44,7 +51,7 @@ class OtlpSettings(BaseModel):
     resource_attributes: dict[str, str] = Field(default_factory=dict)
     spool_max_files: int = Field(default=200, ge=1, description="undelivered payloads kept on disk")
     spool_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
-    spool_max_age_s: float = Field(default=7 * 24 * 3600.0, gt=0)
+    spool_max_age_s: float = Field(default=7 * 24 * 3600.0, gt=0, allow_inf_nan=False)
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
@@ -60,11 +67,11 @@ class OtlpSettings(BaseModel):
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    check_timeout_s: float = Field(20.0, gt=0, description="deadline of each check")
-    run_timeout_s: float = Field(45.0, gt=0, description="deadline of the whole run")
-    command_timeout_s: float = Field(10.0, gt=0)
-    nvml_deadline_s: float = Field(5.0, gt=0)
-    sample_seconds: float = Field(3.0, ge=0, le=600)
+    check_timeout_s: Seconds = Field(20.0, description="deadline of each check")
+    run_timeout_s: Seconds = Field(45.0, description="deadline of the whole run")
+    command_timeout_s: Seconds = 10.0
+    nvml_deadline_s: Seconds = 5.0
+    sample_seconds: float = Field(3.0, ge=0, le=600, allow_inf_nan=False)
     expect_gpus: int | None = Field(None, ge=0)
     profile: str | None = None
     checks: list[str] = Field(default_factory=list)

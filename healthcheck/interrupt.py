@@ -16,14 +16,29 @@ first one:
 
 A second signal, or a run still not finished `GRACE_S` seconds after the first (a report file
 on a hung filesystem, a wedged driver in NVML shutdown), kills the children again and exits 3
-at once. Outside `interruptible()` (the `daemon` command has its own handlers, a library
-caller has none) `guard()` and `note()` change nothing.
+at once. Outside `interruptible()` (a library caller has none) `guard()`, `note()` and
+`settle()` change nothing.
+
+Work that ends after the signal counts as interrupted, even when it ends because the signal's
+kill ended the command it waited on: its result would be the kill's, not the node's.
+
+`settle(report)`, just before the report is delivered, makes the report agree with the exit
+code: a run a signal came to before then is UNKNOWN at best (exit 3; a CRITICAL found stays
+CRITICAL, exit 2); a signal after it changes neither.
+
+`own_process()` is for the process that is sitscheck (its entry point, before anything slow
+is imported): a signal that comes before a run's handlers is held and handed to the run, which
+then ends at once with its report; the process becomes the subreaper of its orphans, and each
+run (`interruptible()`, each daemon iteration: `sweep()`) ends by killing and reaping every
+process it left.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,7 +52,7 @@ if TYPE_CHECKING:
     from .config import RunConfig
     from .contract import Check, CheckContext, CheckOutput
     from .contract.registry import BrokenCheck
-    from .models import Layer
+    from .models import Layer, Report
     from .sources.base import Sources
 
 T = TypeVar("T")
@@ -47,6 +62,36 @@ GRACE_S = 5.0
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 _active: Interrupt | None = None
+_REAP_S = 1.0
+
+
+class _Process:
+    """What `own_process()` set up for the process that is sitscheck (signals and children
+    are the process's, not a run's): the signal that came before a run took it."""
+
+    def __init__(self) -> None:
+        self.owned = False
+        self.pending: int | None = None
+
+    def hold(self, signum: int, _frame: FrameType | None) -> None:
+        if self.pending is not None:  # a second one before any run: as a second signal does
+            sys.stderr.write(f"sitscheck: interrupted by {_name(signum)}\n")
+            os._exit(EXIT_INTERRUPTED)
+        self.pending = signum
+
+    def take(self) -> int | None:
+        signum, self.pending = self.pending, None
+        return signum
+
+
+_process = _Process()
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 class Interrupted(ProbeError):
@@ -70,6 +115,8 @@ class Interrupt:
         self._lock = threading.Lock()
         self._waiters: set[_Done] = set()
         self._timer: threading.Timer | None = None
+        self._settled = False  # the report is final: a later signal no longer changes it
+        self.reported = False  # the signal came before the report was final
 
     @property
     def triggered(self) -> bool:
@@ -77,27 +124,23 @@ class Interrupt:
 
     @property
     def signal_name(self) -> str:
-        if self.signum is None:
-            return "no signal"
-        try:
-            return signal.Signals(self.signum).name
-        except ValueError:
-            return f"signal {self.signum}"
+        return "no signal" if self.signum is None else _name(self.signum)
 
     def trigger(self, signum: int) -> None:
-        """First signal: kill the children, end the unfinished checks, start the grace timer.
+        """First signal: end the unfinished checks, kill the children, start the grace timer.
         Second: kill the children and exit now."""
         if self.signum is not None:
             self._kill()
             self._exit_now(EXIT_INTERRUPTED)
             return
-        self.signum = signum
-        self.at = time.monotonic()
-        self._kill()
-        with self._lock:
+        with self._lock:  # from here on, work that ends is interrupted (see `_Done.finish`)
+            self.signum = signum
+            self.at = time.monotonic()
+            self.reported = not self._settled
             waiters = list(self._waiters)
         for waiter in waiters:
             waiter.set()
+        self._kill()
         timer = threading.Timer(self.grace_s, self._give_up)
         timer.daemon = True
         timer.name = "sitscheck-interrupt-grace"
@@ -142,6 +185,24 @@ class Interrupt:
 
         return [c if isinstance(c, BrokenCheck) else _Guarded(c, self) for c in checks]
 
+    def settle(self, report: Report) -> Report:
+        """The report, final: UNKNOWN at best if the signal came before now; a later signal
+        leaves it (and the exit code, which is the report's) as it is."""
+        with self._lock:
+            self._settled = True
+            interrupted = self.signum is not None
+        if not interrupted:
+            return report
+        from .models import Status, worst
+
+        status = worst([report.status, Status.UNKNOWN])
+        rest = report.headline.split(" — ", 1)[-1] if " — " in report.headline else ""
+        said = f"interrupted by {self.signal_name}"
+        if said not in rest:
+            rest = f"{said} after its checks had finished — {rest}" if rest else said
+        headline = f"{status.value.upper()} — {rest}"
+        return report.model_copy(update={"status": status, "headline": headline})
+
 
 class _Done(threading.Event):
     """Set when the work ended (then `finished`) or when a signal wakes its waiter."""
@@ -149,6 +210,14 @@ class _Done(threading.Event):
     def __init__(self) -> None:
         super().__init__()
         self.finished = False
+
+    def finish(self, interrupt: Interrupt) -> None:
+        """The work ended: `finished` only if no signal came first (the signal's kill may be
+        what ended it)."""
+        with interrupt._lock:
+            if interrupt.signum is None:
+                self.finished = True
+        self.set()
 
 
 class _Guarded:
@@ -186,10 +255,13 @@ class _Guarded:
             except BaseException as exc:  # handed to the runner's thread below
                 outcome.append(exc)
             finally:
-                done.finished = True
-                done.set()
+                done.finish(self._interrupt)
 
-        threading.Thread(target=run, name=f"check-{self.name}-work", daemon=True).start()
+        # the work keeps the check's scope (its deadline, what it waits on) on its own thread
+        context = contextvars.copy_context()
+        threading.Thread(
+            target=context.run, args=(run,), name=f"check-{self.name}-work", daemon=True
+        ).start()
         self._interrupt.wait(done)
         result = outcome[0]
         if isinstance(result, BaseException):
@@ -214,6 +286,50 @@ def time_left(budget_s: float) -> float:
     return _active.time_left(budget_s) if _active is not None else budget_s
 
 
+def settle(report: Report) -> Report:
+    """The report as delivered: see `Interrupt.settle` (unchanged outside `interruptible()`)."""
+    return _active.settle(report) if _active is not None else report
+
+
+def own_process() -> None:
+    """For the process that is sitscheck, first thing: hold SIGTERM/SIGINT until a run takes
+    them, and become the subreaper of orphaned descendants. Never for a library caller."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in SIGNALS:
+        signal.signal(sig, _process.hold)
+    _process.owned = True
+    from .sources.command import become_subreaper
+
+    become_subreaper()
+
+
+def release_held() -> None:
+    """For a command that is not a run (`checks`, `rules`, `collect`...): signals act as they
+    always do from here on; one that came during start-up ends the process now, exit 3."""
+    if not _process.owned or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signum = _process.take()
+    if signum is not None:
+        sys.stderr.write(f"sitscheck: interrupted by {_name(signum)}\n")
+        raise SystemExit(EXIT_INTERRUPTED)
+
+
+def take_pending() -> int | None:
+    """The signal held since start-up (or since the last run), once."""
+    return _process.take()
+
+
+def sweep() -> None:
+    """End of a run in the process that is sitscheck: kill and reap every process left."""
+    if _process.owned:
+        from .sources.command import kill_descendants
+
+        kill_descendants(reap_s=_REAP_S)
+
+
 @contextmanager
 def interruptible(grace_s: float = GRACE_S) -> Iterator[Interrupt]:
     """Handle SIGTERM/SIGINT for the run inside (main thread only; elsewhere it only yields)."""
@@ -229,6 +345,9 @@ def interruptible(grace_s: float = GRACE_S) -> Iterator[Interrupt]:
     previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     _active = interrupt
     try:
+        early = _process.take()
+        if early is not None:  # came during start-up: the run ends at once, with its report
+            interrupt.trigger(early)
         yield interrupt
     finally:
         _active = None
@@ -237,28 +356,11 @@ def interruptible(grace_s: float = GRACE_S) -> Iterator[Interrupt]:
         interrupt.cancel()
         if interrupt.triggered:
             kill_children()  # what a check's abandoned work started after the first sweep
+        sweep()
 
 
 def kill_children() -> list[int]:
     """SIGKILL every descendant of this process, and the process group each command leads."""
-    import psutil
+    from .sources.command import kill_descendants
 
-    try:
-        children = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        return []
-    own_group = os.getpgrp()
-    killed: list[int] = []
-    for child in children:
-        try:
-            group = os.getpgid(child.pid)
-            if group == child.pid and group != own_group:
-                os.killpg(group, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
-            child.kill()
-            killed.append(child.pid)
-        except psutil.Error:
-            pass
-    return killed
+    return kill_descendants()

@@ -1,7 +1,9 @@
 """Run the selected checks concurrently, each under its own deadline and the run's deadline.
 
 Each check runs on a daemon thread: one that overruns is reported UNKNOWN ("timed out") and
-abandoned, never waited on, so a hung probe costs its deadline and nothing more.
+abandoned, never waited on, so a hung probe costs its deadline and nothing more. Each check's
+work runs under a `Scope` holding its deadline, so the commands it starts end before it, and a
+check that still times out is named with the command it was waiting on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .errors import ProbeError
 from .kernlog.scan import KernelLogPass, declared_interests
 from .models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
 from .sources.base import Sources
+from .sources.deadline import InFlight, Scope, entered
 
 
 @dataclass
@@ -29,6 +32,7 @@ class _Slot:
     deadline: float
     kernel_pass: KernelLogPass | None
     settings: Any = None
+    scope: Scope = field(default_factory=lambda: Scope(0.0))
     thread: threading.Thread = field(init=False)
     output: CheckOutput | None = None
     crash: str | None = None
@@ -41,26 +45,34 @@ def run_checks(
     sources: Sources,
     config: RunConfig,
     settings: dict[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> list[CheckResult]:
-    """`settings`: each check's validated config section (`contract.settings`)."""
+    """`settings`: each check's validated config section (`contract.settings`). `deadline`:
+    the run's (monotonic), when the run began before the checks (a bundle was unpacked
+    first); by default `run_timeout_s` from now."""
     started = time.monotonic()
-    run_deadline = started + config.run_timeout_s
+    run_deadline = deadline if deadline is not None else started + config.run_timeout_s
     results: dict[str, CheckResult] = {}
     slots: list[_Slot] = []
     interests = declared_interests(checks)
     kernel_pass = KernelLogPass(sources, interests) if interests else None
+    in_flight = InFlight()
     for check in checks:
         if isinstance(check, BrokenCheck):
             results[check.name] = CheckResult(
                 name=check.name, status=Status.UNKNOWN, error=check.error
             )
             continue
-        deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
+        if time.monotonic() >= run_deadline:
+            results[check.name] = _not_started(check, sources)
+            continue
+        check_deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
         slot = _Slot(
             check,
-            deadline,
+            check_deadline,
             kernel_pass if check.name in interests else None,
             (settings or {}).get(check.name),
+            Scope(check_deadline, run=in_flight),
         )
         slot.thread = threading.Thread(
             target=_execute, args=(slot, sources, config), daemon=True, name=f"check-{check.name}"
@@ -74,8 +86,25 @@ def run_checks(
     return [results[c.name] for c in checks]
 
 
+def _not_started(check: Check, sources: Sources) -> CheckResult:
+    """The run's deadline passed before the check could start (what took the time is named:
+    an unpacking of the bundle that did not finish)."""
+    why = getattr(sources, "unfinished", None)
+    return CheckResult(
+        name=check.name,
+        layer=check.layer,
+        status=Status.UNKNOWN,
+        error="not started: the run's deadline had passed" + (f" ({why})" if why else ""),
+    )
+
+
 def _execute(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     """On the check's own thread, under its deadline: decide whether it applies, then run it."""
+    with entered(slot.scope):
+        _run_check(slot, sources, config)
+
+
+def _run_check(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     began = time.monotonic()
     try:
         slot.skip = slot.check.applicable(sources, config)
@@ -150,12 +179,14 @@ def _declared(output: CheckOutput, declaration: Declaration) -> CheckOutput:
 def _result(slot: _Slot, elapsed: float) -> CheckResult:
     check = slot.check
     if slot.thread.is_alive():
+        waited = slot.scope.waiting_on()
         return CheckResult(
             name=check.name,
             layer=check.layer,
             status=Status.UNKNOWN,
             duration_s=round(elapsed, 3),
-            error=f"timed out: no result within its deadline ({elapsed:.1f}s)",
+            error=f"timed out: no result within its deadline ({elapsed:.1f}s)"
+            + (f" while waiting on {waited}" if waited else ""),
         )
     if slot.skip is not None:
         return CheckResult(

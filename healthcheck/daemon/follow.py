@@ -62,6 +62,12 @@ class FollowedSources(Memo):
         return self.inner.mode
 
     @property
+    def unfinished(self) -> str | None:
+        """The inner sources' (a bundle not unpacked whole before the run's deadline)."""
+        why = getattr(self.inner, "unfinished", None)
+        return why if isinstance(why, str) else None
+
+    @property
     def sysfs(self) -> FileTree:
         return self.inner.sysfs
 

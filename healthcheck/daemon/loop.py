@@ -10,6 +10,11 @@ that hangs longer stops the pings, and systemd kills and restarts the service af
 `WatchdogSec` — what the watchdog is for. Set `WatchdogSec` above the ping interval (any
 value; pings are sent at half of it) and `run_budget_s` to the run's deadline plus sampling.
 
+A signal during a run ends that run as `sitscheck run` ends (`interrupt.interruptible`: the
+children killed, unfinished checks UNKNOWN, the report delivered), then the service stops;
+between runs it stops at once. Each run ends by killing and reaping every process it left
+(`interrupt.sweep`, in the process that is sitscheck).
+
 A run that raises is logged and reported in `STATUS=`; the loop goes on.
 """
 
@@ -21,10 +26,12 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import FrameType
 
+from .. import interrupt
 from ..errors import SitscheckError
 from ..models import Report
 
@@ -154,6 +161,8 @@ def serve(
     notify = notifier or Notifier()
     halt = stop or threading.Event()
     restore = _install_signals(halt) if handle_signals else None
+    if handle_signals and interrupt.take_pending() is not None:
+        halt.set()  # came during start-up
     ping_every = notify.watchdog_s / 2 if notify.watchdog_s else None
     try:
         notify.ready(f"started; a run every {interval_s:g}s")
@@ -161,7 +170,8 @@ def serve(
         while not halt.is_set():
             started = time.monotonic()
             notify.status(f"running (run {runs + 1})")
-            _one_run(run_once, notify, ping_every, run_budget_s)
+            if _one_run(run_once, notify, ping_every, run_budget_s, handle_signals):
+                halt.set()
             runs += 1
             if max_runs is not None and runs >= max_runs:
                 break
@@ -179,23 +189,48 @@ def _one_run(
     notify: Notifier,
     ping_every: float | None,
     budget_s: float | None,
-) -> None:
+    handle_signals: bool,
+) -> bool:
+    """One run; True when a signal came during it (the service then stops)."""
     at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    signalled: list[bool] = []
     try:
-        if ping_every is not None:
-            with _Pinger(notify, ping_every, budget_s):
+        with _signals_end_the_run(handle_signals) as signalled:
+            if ping_every is not None:
+                with _Pinger(notify, ping_every, budget_s):
+                    report = run_once()
+            else:
                 report = run_once()
-        else:
-            report = run_once()
     except SitscheckError as exc:  # a user's mistake (an unwritable output): one line
         log.error("sitscheck run failed: %s", exc)
         notify.status(f"last run {at} failed: {exc}")
-        return
+        return bool(signalled)
     except Exception as exc:  # one failed run must not end the service
         log.exception("sitscheck run failed")
         notify.status(f"last run {at} failed: {type(exc).__name__}: {exc}")
-        return
+        return bool(signalled)
     notify.status(f"last run {at}: {report.headline}")
+    return bool(signalled)
+
+
+@contextmanager
+def _signals_end_the_run(handle_signals: bool) -> Iterator[list[bool]]:
+    """With signal handling: the run under `interruptible()` (a signal ends it as it ends
+    `sitscheck run`); the list yielded holds True once it did. Either way every process the
+    run left is killed and reaped after it (`interrupt.sweep`)."""
+    signalled: list[bool] = []
+    if handle_signals:
+        with interrupt.interruptible() as current:  # which sweeps at its end
+            try:
+                yield signalled
+            finally:
+                if current.triggered:
+                    signalled.append(True)
+        return
+    try:
+        yield signalled
+    finally:
+        interrupt.sweep()
 
 
 def _wait(halt: threading.Event, until: float, notify: Notifier, ping_every: float | None) -> None:

@@ -11,6 +11,7 @@ directory (`prom=DIR`) names its own file inside it.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -96,7 +97,7 @@ def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
     """Write a regular file by rename, so readers never see half a report; a path that is not
     a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written to in place, never replaced."""
     if path.exists() and not path.is_file():
-        with path.open("w", encoding="utf-8") as handle:
+        with os.fdopen(_open_in_place(path), "w", encoding="utf-8") as handle:
             handle.write(text)
         return
     _make_folders(path.parent)
@@ -111,6 +112,21 @@ def write_atomic(path: Path, text: str, mode: int = REPORT_FILE_MODE) -> None:
     except BaseException:
         with_suppressed_unlink(temp)
         raise
+
+
+def _open_in_place(path: Path) -> int:
+    """Open a path that is not a regular file for writing without blocking: a FIFO no one
+    reads is refused (ENXIO) rather than waited on forever; writes then block as usual."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(
+                exc.errno, "a FIFO that no process reads; not written", str(path)
+            ) from None
+        raise
+    os.set_blocking(fd, True)
+    return fd
 
 
 def with_suppressed_unlink(path: str) -> None:

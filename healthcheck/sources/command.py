@@ -1,26 +1,39 @@
-"""Run external commands safely: argv only, a timeout that kills the process group.
+"""Run external commands safely: argv only, under the caller's deadline, output capped.
 
 Every command sitscheck runs goes through `CommandRunner.run`. No shell ever; `LC_ALL=C` so
-the output is in the form the parsers know; output captured through temporary files and
-capped, so a runaway command costs neither a pipe deadlock nor unbounded memory. On timeout
-the whole process group gets SIGKILL; a process stuck in the kernel (D state) that does not
-die is abandoned after a short grace, never waited on forever.
+the output is in the form the parsers know. Its timeout never outlives the deadline of the
+work that asked for it (`deadline.work_deadline`: the caller's own, or the check's scope).
+Output is read from pipes as it is written and capped there: a command that prints past the
+cap is killed at once (as RLIMIT_FSIZE would), so a runaway one costs neither memory nor
+disk. On a timeout the command's process group and every process below it (those that left
+the group with `setsid` included) get SIGKILL; a process stuck in the kernel (D state) that
+does not die is abandoned after a short grace, never waited on forever.
+
+`become_subreaper` and `kill_descendants` are for the process that is sitscheck (the CLI):
+orphans of its commands come back to it, and each run ends by killing and reaping them.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import selectors
 import shutil
 import signal
 import subprocess
-import tempfile
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO
+
+from .deadline import waiting_on, work_deadline
 
 DEFAULT_OUTPUT_CAP = 16 * 1024 * 1024
+STDERR_CAP = 64 * 1024
 _REAP_GRACE_S = 1.0
+_READ_SIZE = 64 * 1024
+_POLL_S = 0.05  # how often a command's end is looked for where no pidfd tells it
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +46,18 @@ class CommandResult:
     timed_out: bool = False
     truncated: bool = False
     error: str | None = None
+    budget_s: float | None = None  # the time it was given (its timeout, or less: the deadline)
+    clamped: bool = False  # the budget was what was left of the caller's deadline
+    overflow: str | None = None  # "stdout"/"stderr": it printed past the cap and was killed
 
     @property
     def ok(self) -> bool:
-        return self.error is None and not self.timed_out and self.returncode == 0
+        return (
+            self.error is None
+            and not self.timed_out
+            and self.overflow is None
+            and self.returncode == 0
+        )
 
     @property
     def display(self) -> str:
@@ -46,12 +67,23 @@ class CommandResult:
         """Why this run cannot be trusted, in words; None when it succeeded."""
         if self.error is not None:
             return f"`{self.display}` could not run: {self.error}"
+        if self.overflow is not None:
+            return (
+                f"`{self.display}` printed more than the cap on {self.overflow}; cut there, killed"
+            )
         if self.timed_out:
-            return f"`{self.display}` timed out after {self.duration_s:.1f}s and was killed"
+            budget = self.budget_s if self.budget_s is not None else self.duration_s
+            left = " (what was left of its deadline)" if self.clamped else ""
+            return f"`{self.display}` did not answer within {seconds(budget)}{left}; killed"
         if self.returncode != 0:
             tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
             return f"`{self.display}` exited {self.returncode}: {tail[0][:200]}"
         return None
+
+
+def seconds(value: float) -> str:
+    """`10 s`, `4.5 s`: a duration as a reason says it."""
+    return f"{round(value, 1):g} s"
 
 
 @dataclass
@@ -71,46 +103,166 @@ class CommandRunner:
             self._resolved[name] = shutil.which(name, path=self.path)
         return self._resolved[name]
 
-    def run(self, argv: Sequence[str], timeout: float) -> CommandResult:
+    def run(
+        self, argv: Sequence[str], timeout: float, deadline: float | None = None
+    ) -> CommandResult:
+        """Run `argv` for at most `timeout` seconds, and never past `deadline` (monotonic) nor
+        past the deadline of the current scope (the check that asked)."""
         if not argv:
             raise ValueError("empty argv")
         started = time.monotonic()
-        resolved = self.which(argv[0])
         args = tuple(argv)
+        limit = work_deadline(deadline)
+        budget = max(timeout, 0.0)
+        clamped = limit is not None and limit - started < budget
+        if limit is not None:
+            budget = min(budget, limit - started)
+        resolved = self.which(argv[0])
         if resolved is None:
             return CommandResult(args, None, "", "", 0.0, error=f"{argv[0]}: command not found")
+        if budget <= 0:
+            return CommandResult(
+                args, None, "", "", 0.0, error="not started: its caller's deadline had passed"
+            )
+        with waiting_on(f"`{' '.join(args)}`"):
+            return self._run(resolved, args, started, budget, clamped)
+
+    def _run(
+        self, resolved: str, args: tuple[str, ...], started: float, budget: float, clamped: bool
+    ) -> CommandResult:
         env = {**child_environment(os.environ), **self.extra_env, "LC_ALL": "C", "LANG": "C"}
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                proc = subprocess.Popen(
-                    [resolved, *args[1:]],
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=env,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                return CommandResult(args, None, "", "", 0.0, error=str(exc))
-            timed_out = False
-            try:
-                proc.wait(timeout=max(timeout, 0.0))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-            duration = time.monotonic() - started
-            stdout, cut_out = _read_capped(out, self.output_cap)
-            stderr, cut_err = _read_capped(err, 64 * 1024)
+        try:
+            proc = subprocess.Popen(
+                [resolved, *args[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            return CommandResult(args, None, "", "", 0.0, error=str(exc))
+        deadline = started + budget
+        try:
+            caps = {"stdout": self.output_cap, "stderr": STDERR_CAP}
+            outcome = _Capture(proc, caps).run(deadline)
+            if outcome.ended is None:
+                _kill_tree(proc, deadline)
+        finally:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        finished = outcome.ended is not None and outcome.overflow is None
         return CommandResult(
             argv=args,
-            returncode=None if timed_out else proc.returncode,
-            stdout=stdout,
-            stderr=stderr,
-            duration_s=duration,
-            timed_out=timed_out,
-            truncated=cut_out or cut_err,
+            returncode=proc.returncode if finished else None,
+            stdout=outcome.text("stdout"),
+            stderr=outcome.text("stderr"),
+            duration_s=time.monotonic() - started,
+            timed_out=outcome.ended is None and outcome.overflow is None,
+            truncated=outcome.overflow is not None,
+            budget_s=budget,
+            clamped=clamped,
+            overflow=outcome.overflow,
         )
+
+
+class _Capture:
+    """Reads a command's stdout and stderr as they come, each up to its cap, until it ends,
+    prints past a cap (`overflow`), or the deadline passes (`ended` stays None)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], caps: dict[str, int]) -> None:
+        self.proc = proc
+        self.caps = caps
+        self.data: dict[str, bytearray] = {name: bytearray() for name in caps}
+        self.overflow: str | None = None
+        self.ended: int | None = None
+        self._pipes = {"stdout": proc.stdout, "stderr": proc.stderr}
+
+    def text(self, name: str) -> str:
+        return self.data[name].decode("utf-8", errors="replace")
+
+    def run(self, deadline: float) -> _Capture:
+        pidfd = _pidfd(self.proc.pid)
+        with selectors.DefaultSelector() as selector:
+            for name, pipe in self._pipes.items():
+                if pipe is not None:
+                    os.set_blocking(pipe.fileno(), False)
+                    selector.register(pipe.fileno(), selectors.EVENT_READ, name)
+            if pidfd is not None:
+                selector.register(pidfd, selectors.EVENT_READ, None)
+            try:
+                self._loop(selector, deadline, pidfd)
+            finally:
+                if pidfd is not None:
+                    os.close(pidfd)
+        return self
+
+    def _loop(self, selector: selectors.BaseSelector, deadline: float, pidfd: int | None) -> None:
+        open_pipes = sum(1 for pipe in self._pipes.values() if pipe is not None)
+        while self.overflow is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if open_pipes == 0:  # both closed: only its exit is left to wait for
+                self._wait(left)
+                return
+            wait = left if pidfd is not None else min(left, _POLL_S)
+            for key, _ in selector.select(wait):
+                if key.data is None:  # the pidfd: the command has ended
+                    self._drain(selector)
+                    self._wait(max(deadline - time.monotonic(), 0.0))
+                    return
+                if self._read(key.data, key.fd) == "end":
+                    selector.unregister(key.fd)
+                    open_pipes -= 1
+            if pidfd is None and self.proc.poll() is not None:
+                self._drain(selector)
+                self.ended = self.proc.returncode
+                return
+
+    def _read(self, name: str, fd: int) -> str:
+        """One read from the pipe: "more", "empty" (nothing there now) or "end". Past the
+        cap: `overflow` is set."""
+        try:
+            chunk = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return "empty"
+        if not chunk:
+            return "end"
+        buffer = self.data[name]
+        room = self.caps[name] - len(buffer)
+        buffer += chunk[: max(room, 0)]
+        if len(chunk) > room:
+            self.overflow = name
+        return "more"
+
+    def _drain(self, selector: selectors.BaseSelector) -> None:
+        """What the ended command left in its pipes; only what is there now (a grandchild
+        may hold a pipe open)."""
+        for key in list(selector.get_map().values()):
+            if key.data is not None:
+                while self.overflow is None and self._read(key.data, key.fd) == "more":
+                    pass
+
+    def _wait(self, left: float) -> None:
+        try:
+            self.ended = self.proc.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor readable once `pid` has ended (Linux 5.3+), else None (then polled)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
 
 
 # What a command may inherit: enough to find programs, libraries, Python and the GPUs; never
@@ -137,21 +289,74 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the whole process group; reap briefly, never block on a D-state process."""
+def _kill_tree(proc: subprocess.Popen[bytes], deadline: float) -> None:
+    """SIGKILL the command, its process group and every process below it (found before the
+    kill, while the tree still leads to them); reap it briefly, never block on a D-state one."""
+    below = _descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in below:
+        _kill(pid)
     try:
-        proc.wait(timeout=_REAP_GRACE_S)
+        proc.wait(timeout=max(min(_REAP_GRACE_S, deadline - time.monotonic()), 0.1))
     except subprocess.TimeoutExpired:
         pass
 
 
-def _read_capped(handle: IO[bytes], cap: int) -> tuple[str, bool]:
-    handle.seek(0, os.SEEK_END)
-    size = handle.tell()
-    handle.seek(0)
-    data = handle.read(cap)
-    return data.decode("utf-8", errors="replace"), size > cap
+def _descendants(pid: int) -> list[int]:
+    import psutil
+
+    try:
+        return [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux
+    `PR_SET_CHILD_SUBREAPER`), so a grandchild that called `setsid` and lost its parent is
+    still below it, to be killed and reaped; False where the kernel has no such thing."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def kill_descendants(reap_s: float = 0.0) -> list[int]:
+    """SIGKILL every descendant of this process, and the process group each command leads;
+    with `reap_s`, wait up to that long for them to end and reap those that are children."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+    own_group = os.getpgrp()
+    killed: list[int] = []
+    for child in children:
+        try:
+            group = os.getpgid(child.pid)
+            if group == child.pid and group != own_group:
+                os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            child.kill()
+            killed.append(child.pid)
+        except psutil.Error:
+            pass
+    if reap_s > 0 and children:
+        psutil.wait_procs(children, timeout=reap_s)  # reaps those that are its children
+    return killed

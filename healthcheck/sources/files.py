@@ -1,12 +1,118 @@
-"""Read files under a root (`/sys` live, `bundle/sysfs` in a replay), safely and capped."""
+"""Read files under a root (`/sys` live, `bundle/sysfs` in a replay), safely and capped.
+
+Opening never blocks: a FIFO (or any file that is not a regular one) planted where evidence is
+expected is refused, not waited on (`open_regular`). Lines are read with a bound on each
+(`bounded_lines`), and JSON with a bound on its nesting (`load_json`), so a file of any size
+or shape costs bounded memory and never a RecursionError.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 MAX_SMALL_FILE = 1024 * 1024
+MAX_LINE = 64 * 1024  # the longest line kept; the rest of it is dropped (a log with no breaks)
+MAX_JSON_DEPTH = 64
+_CHUNK = 1024 * 1024
+
+
+class NotRegularFile(OSError):
+    """A path that is there but is not a regular file (a FIFO, a device, a socket)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"not a regular file ({kind}); refused")
+        self.kind = kind
+        self.strerror = str(self)
+
+
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """`path` opened for reading in binary, without blocking (a FIFO with no writer would wait
+    forever) and only if it is a regular file (sysfs and /proc entries are regular files too).
+    Raises OSError: `NotRegularFile` for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(_kind(mode))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def bounded_lines(handle: IO[bytes], limit: int = MAX_LINE) -> Iterator[str]:
+    """The lines of a binary stream as UTF-8 text (without their breaks), each cut to `limit`
+    bytes: memory stays bounded whatever the line lengths (the same bound as the kernel-log
+    chunk scanner keeps for an unterminated line)."""
+    tail = b""
+    full = False  # `tail` holds `limit` bytes of the current line: the rest of it is dropped
+    while chunk := handle.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            yield _text(tail if full else (tail + chunk[start:end])[:limit])
+            tail, full, start = b"", False, end + 1
+        if not full:
+            room = limit - len(tail)
+            tail += chunk[start : start + room]
+            full = len(chunk) - start >= room
+    if tail:
+        yield _text(tail)
+
+
+def _text(line: bytes) -> str:
+    return line.removesuffix(b"\r").decode("utf-8", errors="replace")
+
+
+# A JSON string (escapes included), and what is neither a bracket nor a quote once strings
+# are gone: what is left of a document is its brackets, whose nesting is then measured.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def json_depth_exceeds(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the document nests arrays/objects more than `limit` deep. In C-speed passes
+    (each removes the innermost empty pairs), before any parser recurses into it."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(limit):
+        shorter = brackets.replace("[]", "").replace("{}", "")
+        if shorter == brackets:
+            return False  # all nesting resolved, or unbalanced (the parser will say where)
+        brackets = shorter
+    return bool(brackets) and brackets != brackets.replace("[]", "").replace("{}", "")
+
+
+def load_json(text: str, not_recorded: Callable[[str], Any] | None = None) -> Any:
+    """`json.loads`, refusing a document nested past `MAX_JSON_DEPTH` (ValueError) before it is
+    parsed. `not_recorded` receives NaN/Infinity/-Infinity (default: they are kept)."""
+    if json_depth_exceeds(text):
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep; not read")
+    try:
+        if not_recorded is None:
+            return json.loads(text)
+        return json.loads(text, parse_constant=not_recorded)
+    except RecursionError:  # belt and braces: the depth check above should make it impossible
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep; not read") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,17 +141,22 @@ class FileTree:
         return path is not None and path.exists()
 
     def read_text(self, relative: str, limit: int = MAX_SMALL_FILE) -> str | None:
-        """The file's text, or None when it could not be read (absent, unreadable, or gone
-        mid-read). A caller that found the folder first tells "vanished" from "absent" by
-        asking `exists()` of the folder again (pcie_link's `read_chain` does)."""
+        """The file's text, or None when it could not be read (absent, unreadable, not a
+        regular file, or gone mid-read). A caller that found the folder first tells "vanished"
+        from "absent" by asking `exists()` of the folder again (pcie_link's `read_chain` does)."""
+        text, _problem = self.read(relative, limit)
+        return text
+
+    def read(self, relative: str, limit: int = MAX_SMALL_FILE) -> tuple[str | None, str | None]:
+        """(the file's text, None), or (None, why it could not be read)."""
         path = self.path(relative)
         if path is None:
-            return None
+            return None, f"{relative} is not in the tree (it leads out of it)"
         try:
-            with path.open("rb") as handle:
-                return handle.read(limit).decode("utf-8", errors="replace")
-        except OSError:
-            return None
+            with open_regular(path) as handle:
+                return handle.read(limit).decode("utf-8", errors="replace"), None
+        except OSError as exc:
+            return None, f"{relative}: {exc.strerror or exc}"
 
     def list_dir(self, relative: str) -> list[str]:
         path = self.path(relative)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterator
-from pathlib import Path
+from typing import IO
 
 from .base import KernelLogStream
 from .command import CommandRunner
+from .files import bounded_lines, open_regular
 
 KMSG = "/dev/kmsg"
 _KMSG_RECORD_MAX = 8192
@@ -63,9 +64,8 @@ def open_live_kernel_log(runner: CommandRunner, timeout: float) -> KernelLogStre
             )
         failures.append(reason or f"`{' '.join(argv)}` printed nothing")
     for name in LOG_FILES:
-        path = Path(name)
         try:
-            handle = path.open("r", encoding="utf-8", errors="replace")
+            handle = open_regular(name)  # never blocks (a FIFO is refused)
         except OSError as exc:
             failures.append(f"{name}: {exc.strerror or exc}")
             continue
@@ -84,10 +84,6 @@ def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
     yield from rest
 
 
-def _file_lines(handle: object) -> Iterator[str]:
-    from typing import TextIO, cast
-
-    stream = cast(TextIO, handle)
-    with stream:
-        for line in stream:
-            yield line.rstrip("\n")
+def _file_lines(handle: IO[bytes]) -> Iterator[str]:
+    with handle:  # each line bounded, as in a replay and in the chunk scanner
+        yield from bounded_lines(handle)

@@ -20,6 +20,7 @@ from ..contract.declarations import CommandSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
+from .deadline import waiting_on
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
 from .kernel_log import open_live_kernel_log
@@ -111,7 +112,9 @@ class LiveSources(Memo):
             return Artifact(name, None, name, reason=f"no selected check declares {name}")
         with self._lock:
             lock = self._command_locks.setdefault(name, threading.Lock())
-        with lock:  # concurrent checks asking for the same output share one run
+        # Concurrent checks asking for the same output share one run, and each of them, while
+        # it waits, is noted as waiting on that command (named should its own deadline pass).
+        with waiting_on(f"`{' '.join(spec.argv)}`"), lock:
             if name not in self._artifacts:
                 self._artifacts[name] = _as_artifact(
                     name, self.runner.run(spec.argv, self._timeout(spec))

@@ -1,15 +1,22 @@
-"""Serve a node bundle's files through the `Sources` contract."""
+"""Serve a node bundle's files through the `Sources` contract.
+
+Every file is opened without blocking and only if it is a regular file (a FIFO planted as
+`meta.json` is refused, named); JSON is read with a bound on its nesting, NaN and Infinity as
+"not recorded". What the bundle claims about itself (`meta.json`) never outweighs the evidence
+it holds: a bundle with GPU evidence has a driver, whatever its meta.json says.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from . import artifacts as names
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
-from .files import FileTree
+from .bundle import Unpacked, skipped_reason, unpacked_bundle
+from .files import FileTree, bounded_lines, load_json, open_regular
 
 _MAX_ARTIFACT = 64 * 1024 * 1024
 _NVIDIA_EVIDENCE = (
@@ -22,11 +29,20 @@ _NVIDIA_EVIDENCE = (
 )
 
 
+@contextmanager
+def replay_sources(location: str, deadline: float | None = None) -> Iterator[ReplaySources]:
+    """The sources of a bundle (a folder, or a tarball unpacked until `deadline`)."""
+    with unpacked_bundle(location, deadline) as unpacked:
+        yield ReplaySources(unpacked.folder, label=location, unpacked=unpacked)
+
+
 class ReplaySources(Memo):
-    def __init__(self, bundle: Path, label: str | None = None) -> None:
+    def __init__(self, bundle: Path, label: str | None = None, unpacked: Unpacked | None = None):
         super().__init__()
         self._bundle = bundle
         self._label = label or str(bundle)
+        self._unpacked = unpacked
+        self._meta: tuple[dict[str, Any], str | None] | None = None
         self._files = FileTree(bundle, confined=True)
         self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True)
         self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True)
@@ -48,39 +64,59 @@ class ReplaySources(Memo):
     def files(self) -> FileTree:
         return self._host_files
 
+    @property
+    def unfinished(self) -> str | None:
+        """Why the bundle was not unpacked whole (the run's deadline came first); else None."""
+        return self._unpacked.unfinished if self._unpacked is not None else None
+
     def driver(self) -> DriverProbe:
-        recorded = self.meta().get("nvidia_driver")
-        if isinstance(recorded, dict) and recorded.get("state") in ("absent", "not_loaded"):
-            return DriverProbe(recorded["state"], str(recorded.get("detail", "")))
-        if any(self._files.exists(name) for name in _NVIDIA_EVIDENCE):
-            return DriverProbe("present", "the bundle holds NVIDIA driver evidence")
-        return DriverProbe("absent", "the bundle holds no NVIDIA driver evidence")
+        evidence = [name for name in _NVIDIA_EVIDENCE if self._files.exists(name)]
+        meta, problem = self._read_meta()
+        recorded = meta.get("nvidia_driver")
+        claim = recorded.get("state") if isinstance(recorded, dict) else None
+        if evidence:
+            detail = f"the bundle holds NVIDIA driver evidence ({', '.join(evidence)})"
+            if claim in ("absent", "not_loaded"):
+                said = str(recorded.get("detail", "")) if isinstance(recorded, dict) else ""
+                detail += f"; its {names.META_JSON} says the driver is {claim} ({said[:200]}),"
+                detail += " which that evidence contradicts"
+            return DriverProbe("present", detail + (f"; {problem}" if problem else ""))
+        if claim in ("absent", "not_loaded") and isinstance(recorded, dict):
+            return DriverProbe(claim, str(recorded.get("detail", ""))[:500])
+        detail = "the bundle holds no NVIDIA driver evidence"
+        return DriverProbe("absent", detail + (f"; {problem}" if problem else ""))
 
     def artifact(self, name: str) -> Artifact:
         ref = f"{self._label}/{name}"
         if not self._files.exists(name):
-            return Artifact(name, None, ref, reason=f"{name} is not in the bundle")
-        text = self._files.read_text(name, limit=_MAX_ARTIFACT + 1)
+            why = skipped_reason(self._unpacked, name) or f"{name} is not in the bundle"
+            return Artifact(name, None, ref, reason=why)
+        text, problem = self._files.read(name, limit=_MAX_ARTIFACT + 1)
         if text is None:
-            return Artifact(name, None, ref, reason=f"{name} could not be read")
+            return Artifact(name, None, ref, reason=f"{name} could not be read: {problem}")
         truncated = len(text) > _MAX_ARTIFACT
         return Artifact(name, text[:_MAX_ARTIFACT], ref, truncated=truncated)
 
     def kernel_log(self) -> KernelLogStream:
         ref = f"{self._label}/{names.DMESG}"
         path = self._files.path(names.DMESG)
-        if path is None or not path.is_file():
-            return KernelLogStream(ref, None, f"{names.DMESG} is not in the bundle")
-        return KernelLogStream(ref, _stream_lines(path), path=path)
+        if path is None or not path.exists():
+            absent = f"{names.DMESG} is not in the bundle"
+            return KernelLogStream(ref, None, skipped_reason(self._unpacked, names.DMESG) or absent)
+        try:
+            handle = open_regular(path)
+        except OSError as exc:
+            return KernelLogStream(ref, None, f"{names.DMESG} could not be read: {exc.strerror}")
+        return KernelLogStream(ref, _lines_of(handle), path=path)
 
     def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         artifact = self.artifact(names.NVML_JSON)
         if artifact.text is None:
             return None, artifact.reason
         try:
-            data = json.loads(artifact.text)
-        except json.JSONDecodeError as exc:
-            return None, f"{artifact.ref}:{exc.lineno}: not valid JSON: {exc.msg}"
+            data = load_json(artifact.text, not_recorded=_not_recorded)
+        except ValueError as exc:  # JSONDecodeError included
+            return None, f"{artifact.ref}: not valid JSON: {exc}"
         if not isinstance(data, dict):
             return None, f"{artifact.ref}: not a JSON object"
         from .snapshot_schema import snapshot_problem
@@ -94,24 +130,43 @@ class ReplaySources(Memo):
             return []
         found = []
         for path in sorted(folder.rglob("*")):
-            if path.suffix in (".log", ".txt") and self._files.path(
-                str(path.relative_to(self._bundle))
+            if (
+                path.suffix in (".log", ".txt")
+                and path.is_file()  # not a FIFO, which the check reading it would wait on
+                and self._files.path(str(path.relative_to(self._bundle)))
             ):
                 found.append(path)
         return found
 
     def meta(self) -> dict[str, Any]:
-        text = self._files.read_text(names.META_JSON)
+        return self._read_meta()[0]
+
+    def _read_meta(self) -> tuple[dict[str, Any], str | None]:
+        """meta.json's content ({} when absent or unusable) and what was wrong with it."""
+        if self._meta is None:
+            self._meta = self._load_meta()
+        return self._meta
+
+    def _load_meta(self) -> tuple[dict[str, Any], str | None]:
+        if not self._files.exists(names.META_JSON):
+            return {}, None
+        text, problem = self._files.read(names.META_JSON)
         if text is None:
-            return {}
+            return {}, f"{names.META_JSON} could not be read: {problem}"
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            return {}
-        return data if isinstance(data, dict) else {}
+            data = load_json(text, not_recorded=_not_recorded)
+        except ValueError as exc:
+            return {}, f"{names.META_JSON} is not valid JSON ({exc}): ignored"
+        if not isinstance(data, dict):
+            return {}, f"{names.META_JSON} is not a JSON object: ignored"
+        return data, None
 
 
-def _stream_lines(path: Path) -> Iterator[str]:
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
-        for line in handle:
-            yield line.rstrip("\n")
+def _not_recorded(_constant: str) -> None:
+    """NaN, Infinity, -Infinity in a bundle's JSON: no reading, as `null` is."""
+    return None
+
+
+def _lines_of(handle: Any) -> Iterator[str]:
+    with handle:
+        yield from bounded_lines(handle)

@@ -5,15 +5,18 @@ must be one clear message naming the file and the place, never an internal error
 check that reads the snapshot. Unknown keys are allowed (newer writers add fields), and
 every field has a default: a bundle written before a reading existed (memory in the samples,
 the energy and NVLink throughput counters) replays, the reading "not recorded", never zero.
+An error counter below zero is no count at all: refused, named (NaN and Infinity were read as
+"not recorded" before this, see `replay.py`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Number = int | float | None
+Count = Annotated[int | float | None, Field(ge=0)]  # an error counter: never negative
 
 
 class _Loose(BaseModel):
@@ -25,8 +28,8 @@ class _Link(_Loose):
     active: bool | None = None
     remote_pci_bus_id: str | None = None
     version: int | None = None
-    errors: dict[str, Number] = {}
-    errors_end: dict[str, Number] = {}
+    errors: dict[str, Count] = {}
+    errors_end: dict[str, Count] = {}
 
 
 class _Sample(_Loose):
@@ -46,6 +49,23 @@ class _Sample(_Loose):
     mem_reserved_bytes: Number = None
 
 
+class _Ecc(_Loose):
+    mode_enabled: bool | None = None
+    volatile: dict[str, Count] = {}
+    aggregate: dict[str, Count] = {}
+
+
+class _Remap(_Loose):
+    corrected: Count = None
+    uncorrected: Count = None
+    histogram: dict[str, Count] = {}
+
+
+class _Retired(_Loose):
+    sbe: Count = None
+    dbe: Count = None
+
+
 class _Gpu(_Loose):
     index: int
     name: str | None = None
@@ -58,9 +78,9 @@ class _Gpu(_Loose):
     power: dict[str, Number] = {}
     temperature: dict[str, Number] = {}
     clocks_max_mhz: dict[str, Number] = {}
-    ecc: dict[str, Any] = {}
-    remap: dict[str, Any] | None = None
-    retired_pages: dict[str, Any] | None = None
+    ecc: _Ecc = _Ecc()
+    remap: _Remap | None = None
+    retired_pages: _Retired | None = None
     nvlink: list[_Link] = []
     violations_ns_start: dict[str, Number] = {}
     violations_ns_end: dict[str, Number] = {}

@@ -51,7 +51,7 @@ def assert_complete(report: Report) -> None:
 
 def killed_after_timeout(command: str = "") -> re.Pattern[str]:
     """How a command killed at its timeout is named (the measured seconds vary with load)."""
-    return re.compile(re.escape(command) + r"`? ?timed out after \d+\.\ds and was killed")
+    return re.compile(re.escape(command) + r"`? did not answer within \d+(\.\d)? s[^;]*; killed")
 
 
 def names(text: str, cause: str | re.Pattern[str]) -> bool:

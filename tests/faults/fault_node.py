@@ -23,6 +23,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -77,6 +78,8 @@ class NodeSpec:
     nvml: NvmlFaults = field(default_factory=NvmlFaults)
     state_dir: str = ""
     progress: str = ""  # a file each check's name is appended to when its collect returns
+    # (and RULES_LOADED once the rules are compiled)
+    hold_rules: str = ""  # before the rules run: touch HOLD.reached, wait for HOLD.go
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -115,10 +118,12 @@ def smi_script(bundle: Path, special: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def hang_body(pidfile: Path) -> str:
-    """A command body that never ends and ignores SIGTERM (D state, as far as signals go)."""
+def hang_body(pidfile: Path, setsid_child: bool = False) -> str:
+    """A command body that never ends and ignores SIGTERM (D state, as far as signals go);
+    with `setsid_child`, its child sleeps in a session of its own (out of its group)."""
+    flags = "--ignore-term --setsid-child" if setsid_child else "--ignore-term"
     return (
-        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} --ignore-term "
+        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} {flags} "
         f'--pidfile {shlex.quote(str(pidfile))} "$@"'
     )
 
@@ -207,6 +212,9 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     if spec.progress:
         selected = app.selected_checks
         patch(app, "selected_checks", lambda config: record_progress(selected(config), spec))
+        patch(app, "load_rules", noted(app.load_rules, Path(spec.progress), RULES_LOADED))
+    if spec.hold_rules:
+        patch(app, "evaluate_rules", held(app.evaluate_rules, Path(spec.hold_rules)))
     patch(kernel_log, "KMSG", str(Path(spec.root) / "no-such-kmsg"))
     patch(kernel_log, "LOG_FILES", tuple(spec.log_files))
     if spec.kmsg == "eperm":
@@ -238,6 +246,47 @@ def run_live(spec: NodeSpec, patch: Patch, **overrides: Any) -> tuple[Any, float
     began = time.monotonic()
     report = execute(RunRequest(config))
     return report, time.monotonic() - began
+
+
+def wait_for(condition: Callable[[], object], within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)
+
+
+@dataclass
+class Signalled:
+    """A real process sent a signal once it was ready: how it ended, and how long after."""
+
+    code: int
+    stdout: str
+    stderr: str
+    took: float  # seconds from the signal to its exit
+
+
+def signal_when_ready(
+    argv: list[str],
+    ready: Callable[[subprocess.Popen[str]], object],
+    signum: int,
+    what: str,
+    then: Callable[[], object] | None = None,
+) -> Signalled:
+    """Start `argv`, wait (up to 30 s) until `ready(process)`, send `signum`, run `then`, and
+    wait (up to 15 s) for the process to end; it is killed if it does not."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: ready(process), 30.0, what)
+        process.send_signal(signum)
+        sent = time.monotonic()
+        if then is not None:
+            then()
+        stdout, stderr = process.communicate(timeout=15)
+        return Signalled(process.returncode, stdout, stderr, time.monotonic() - sent)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
 
 
 @dataclass
@@ -296,10 +345,36 @@ class _Recorded:
         return reason
 
     def collect(self, ctx: Any) -> Any:
-        output = self._check.collect(ctx)
-        with self._progress.open("a", encoding="utf-8") as handle:
-            handle.write(f"{self._check.name}\n")
-        return output
+        return noted(self._check.collect, self._progress, self._check.name)(ctx)
+
+
+RULES_LOADED = "(rules)"
+
+
+def noted(work: Callable[..., Any], progress: Path, name: str) -> Callable[..., Any]:
+    """`work`, which appends `name` to the progress file once it has returned."""
+
+    def work_then_note(*args: Any, **kwargs: Any) -> Any:
+        value = work(*args, **kwargs)
+        with progress.open("a", encoding="utf-8") as handle:
+            handle.write(f"{name}\n")
+        return value
+
+    return work_then_note
+
+
+def held(work: Callable[..., Any], hold: Path) -> Callable[..., Any]:
+    """`work`, which first says it was reached (HOLD.reached) and waits for HOLD.go: a test
+    acts at that exact point of the run (a signal once every check has finished)."""
+
+    def wait_then_work(*args: Any, **kwargs: Any) -> Any:
+        hold.with_suffix(".reached").touch()
+        go = hold.with_suffix(".go")
+        while not go.exists():
+            time.sleep(0.01)
+        return work(*args, **kwargs)
+
+    return wait_then_work
 
 
 def record_progress(checks: list[Any], spec: NodeSpec) -> list[Any]:
@@ -316,7 +391,11 @@ def finished(spec: NodeSpec) -> set[str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python fault_node.py SPEC.json ARGS...`: `sitscheck ARGS...` on the fake node."""
+    """`python fault_node.py SPEC.json ARGS...`: `sitscheck ARGS...` on the fake node, started
+    as the `sitscheck` entry point starts (signals held, a subreaper) before anything else."""
+    from sitscheck.interrupt import own_process
+
+    own_process()
     spec = NodeSpec.from_json(Path(argv[0]).read_text(encoding="utf-8"))
     install(spec, setattr)
     from sitscheck.cli import main as cli_main

@@ -21,7 +21,16 @@ import pytest
 from fakes.fake_checks import FakeCheck, HangingCheck
 from fakes.procs import read_pids, still_running
 from fault_expect import CHECKS, outline, result
-from fault_node import NodeSpec, finished, hang_body, write_smi
+from fault_node import (
+    BUNDLE,
+    RULES_LOADED,
+    NodeSpec,
+    finished,
+    hang_body,
+    signal_when_ready,
+    wait_for,
+    write_smi,
+)
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
 from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
@@ -30,14 +39,8 @@ from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 
 LAUNCHER = Path(__file__).resolve().parent / "fault_node.py"
+SITSCHECK = Path(sys.executable).with_name("sitscheck")
 SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
-
-
-def wait_for(condition: Any, within_s: float, what: str) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
 
 
 # ---- end to end: a real process, a real signal ----------------------------------------------
@@ -55,24 +58,21 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--config", str(config)]
     argv += ["--timeout", "40", "--run-timeout", "50", "--sample-seconds", "0.2"]
     argv += ["-o", f"json={target}", "-o", "text"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: len(read_pids(pidfile)) >= 2, 20.0, "the hung nvidia-smi topo -m")
-        # tensorrt, bandwidth (no log, no --bandwidth) and infiniband (no RDMA device):
-        # skipped, they never collect
-        others = set(CHECKS) - {"topology", "tensorrt", "bandwidth", "infiniband"}
-        wait_for(lambda: finished(node) >= others, 20.0, "the other checks to finish")
-        process.send_signal(SIGNALS[name])
-        sent = time.monotonic()
-        stdout, stderr = process.communicate(timeout=15)
-        took = time.monotonic() - sent
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+    # tensorrt, bandwidth (no log, no --bandwidth) and infiniband (no RDMA device): skipped,
+    # they never collect; and the
+    # rules compiled (alongside the checks): on a loaded machine that alone can take seconds,
+    # which is not what the signal costs
+    others = set(CHECKS) - {"topology", "tensorrt", "bandwidth", "infiniband"} | {RULES_LOADED}
+    ended = signal_when_ready(
+        argv,
+        lambda _: len(read_pids(pidfile)) >= 2 and finished(node) >= others,
+        SIGNALS[name],
+        "the hung nvidia-smi topo -m, the other checks and the rules",
+    )
+    stdout, stderr = ended.stdout, ended.stderr
 
-    assert process.returncode == EXIT_INTERRUPTED, stdout + stderr
-    assert took < 3.0, f"exited {took:.1f}s after {name}"
+    assert ended.code == EXIT_INTERRUPTED, stdout + stderr
+    assert ended.took < 3.0, f"exited {ended.took:.1f}s after {name}"
     assert f"sitscheck: interrupted by {name}" in stderr
     assert "Traceback" not in stderr
     assert still_running(read_pids(pidfile)) == [], "a child outlived the interrupted run"
@@ -87,6 +87,76 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     assert f"interrupted by {name}" in report.headline
     assert "topology" in stdout  # the text report went out too
     assert list(target.parent.iterdir()) == [target]  # written whole, no temporary left
+
+
+def catches(pid: int, signum: int) -> bool:
+    """The process has a handler for `signum` (its SigCgt mask in /proc)."""
+    status = Path(f"/proc/{pid}/status").read_text(encoding="ascii")
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) >> (signum - 1) & 1)
+
+
+def has_loaded(pid: int, library: str) -> bool:
+    return library in Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+
+
+def test_a_signal_during_start_up_is_held_for_the_run_which_still_reports_installed_cli(
+    tmp_path: Path,
+) -> None:
+    """The handlers are the first thing `sitscheck` installs: before its command line and its
+    imports (pydantic's compiled core is mapped well after). A SIGTERM sent the moment they
+    are there is held for the run, which ends at once with a report saying so, exit 3."""
+    target = tmp_path / "report.json"
+    argv = [str(SITSCHECK), "run", "--from", str(BUNDLE), "-o", f"json={target}"]
+    first: list[bool] = []
+
+    def handler_there(process: subprocess.Popen[str]) -> bool:
+        assert process.poll() is None, "ended before it had a SIGTERM handler"
+        if not catches(process.pid, signal.SIGTERM):
+            return False
+        first.append(not has_loaded(process.pid, "pydantic_core"))  # read after the handler
+        return True
+
+    ended = signal_when_ready(argv, handler_there, signal.SIGTERM, "a SIGTERM handler")
+
+    assert first == [True], "the SIGTERM handler came only after the heavy imports"
+    assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
+    assert "sitscheck: interrupted by SIGTERM" in ended.stderr
+    report = Report.model_validate(json.loads(target.read_text()))
+    assert report.status == Status.UNKNOWN and report.exit_code == ended.code
+    assert [c.name for c in report.checks] == list(CHECKS)
+    for check in report.checks:
+        assert check.status == Status.UNKNOWN, check
+        assert check.error is not None and "interrupted by SIGTERM before" in check.error
+
+
+def test_a_signal_after_every_check_finished_gives_a_report_that_agrees_with_exit_3(
+    node: NodeSpec, baseline: Report, tmp_path: Path
+) -> None:
+    """The signal comes once every check has finished, before the rules: the report is
+    UNKNOWN and says it was interrupted, as its exit code 3 does (it used to say "ok")."""
+    hold = tmp_path / "hold"
+    node.hold_rules = str(hold)
+    target = tmp_path / "report.json"
+    argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--sample-seconds", "0.2"]
+    argv += ["-o", f"json={target}"]
+
+    def go() -> None:
+        time.sleep(0.2)  # only lets the handler run first: nothing is measured
+        hold.with_suffix(".go").touch()
+
+    reached = hold.with_suffix(".reached")
+    ended = signal_when_ready(
+        argv, lambda _: reached.exists(), signal.SIGTERM, "the run to reach its rules", then=go
+    )
+
+    assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
+    report = Report.model_validate(json.loads(target.read_text()))
+    assert report.status == Status.UNKNOWN, report.headline
+    assert report.exit_code == ended.code
+    assert report.headline.startswith("UNKNOWN — ") and "interrupted by SIGTERM" in report.headline
+    for check in report.checks:  # every check had finished: each keeps its result
+        assert outline(check) == outline(result(baseline, check.name)), check
 
 
 # ---- Interrupt in this process ---------------------------------------------------------------
@@ -146,6 +216,46 @@ def test_unfinished_checks_end_unknown_at_once_and_finished_ones_keep_their_resu
     assert hung.status == Status.UNKNOWN
     assert hung.error == "interrupted by SIGTERM before it finished"
     assert recorder.kills == 1 and recorder.exits == []
+
+
+class EndsWhenReleased(HangingCheck):
+    """Waits for its gate, as a check waits on a hung command, then returns its (healthy)
+    result: the signal's kill, which ends the command, releases it."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.returned = threading.Event()
+
+    def collect(self, ctx: Any) -> Any:
+        self.ran_on.append(threading.current_thread().name)
+        output = super().collect(ctx)
+        self.returned.set()
+        return output
+
+
+def test_work_ended_by_the_signals_own_kill_counts_as_interrupted(sources: ReplaySources) -> None:
+    """The race of `…exits_3[SIGINT]` (topology OK where UNKNOWN was expected): killing the
+    hung `topo -m` let the topology check finish, on NVML's data alone, before its waiter
+    heard of the signal. Here the kill releases the check and waits until it has returned."""
+    check = EndsWhenReleased("topology")
+
+    def kill() -> None:
+        check.gate.set()
+        assert check.returned.wait(5.0)
+        time.sleep(0.05)  # the work's thread has handed its result over
+
+    interrupt = Interrupt(30.0, kill=kill, exit_now=lambda code: None)
+    thread, out = run_in_thread(interrupt.guard([check]), sources)
+    try:
+        wait_for(lambda: bool(check.ran_on), 5.0, "the check to start")
+        interrupt.trigger(signal.SIGINT)
+        thread.join(5.0)
+    finally:
+        check.gate.set()
+        interrupt.cancel()
+    (ended,) = out[0]
+    assert ended.status == Status.UNKNOWN, ended
+    assert ended.error == "interrupted by SIGINT before it finished"
 
 
 def test_a_check_not_yet_started_is_unknown_without_running(sources: ReplaySources) -> None:

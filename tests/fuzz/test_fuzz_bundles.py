@@ -108,7 +108,7 @@ def test_a_member_claiming_ten_gigabytes_is_refused_before_anything_is_written(
         check=False,
     )
     assert done.returncode == 3
-    assert "more than 4 GiB; refused" in done.stderr, done.stderr
+    assert "more than 1 GiB; refused" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.tar"]
 
 
