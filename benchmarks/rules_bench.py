@@ -16,11 +16,11 @@ from pathlib import Path
 def main(bundle: str, engine: str | None) -> dict[str, object]:
     from sitscheck.app import _gpu_count, selected_checks
     from sitscheck.config import RunConfig
+    from sitscheck.contract.runner import run_checks
     from sitscheck.engine.cel import CelEnvironment
     from sitscheck.engine.evaluate import evaluate_rules
     from sitscheck.engine.loader import load_profiles, load_rules, rule_files
-    from sitscheck.profiles import select_profile
-    from sitscheck.runner import run_checks
+    from sitscheck.engine.profiles import select_profile
     from sitscheck.sources.replay import ReplaySources
 
     config = RunConfig(check_timeout_s=600, run_timeout_s=900)

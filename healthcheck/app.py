@@ -21,10 +21,10 @@ from .engine.cel import CelEnvironment
 from .engine.evaluate import evaluate_rules
 from .engine.loader import load_profiles, load_rules, rule_files
 from .engine.model import Profile, RuleSet
+from .engine.profiles import select_profile
 from .errors import ConfigError
 from .models import CheckResult, Report
 from .probes.bandwidth.probe import budget_s
-from .profiles import select_profile
 from .report.assemble import build_report
 from .sources.base import Sources
 from .sources.live import LiveOptions, LiveSources
@@ -126,7 +126,7 @@ def selected_checks(config: RunConfig) -> list[Check | BrokenCheck]:
 
 
 def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
-    from .runner import run_checks
+    from .contract.runner import run_checks
 
     config = request.config
     started_at = datetime.now(timezone.utc)

@@ -369,8 +369,8 @@ def collect(
                 f"collect {directory}: the folder is not empty (a bundle of old and new files "
                 "would mix two nodes' or two times' evidence); give a new or empty folder"
             )
-        from .collect import collect_bundle
         from .contract.evidence import gather
+        from .sources.collect import collect_bundle
 
         settings = _config(
             {

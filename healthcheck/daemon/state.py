@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SitscheckError
 from ..models import Device, Status
-from ..reporters.outputs import write_atomic
+from ..reporters.files import write_atomic
 from .cursor import KernelCursor
 
 log = logging.getLogger("sitscheck.daemon")

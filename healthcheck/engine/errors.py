@@ -14,4 +14,3 @@ class CompileFailure(Exception):
 
 class EvalFailure(Exception):
     """A CEL error value or a failed evaluation (a missing key, no such overload, ...)."""
-

@@ -50,7 +50,7 @@ from pathlib import Path
 from ..export.inventory import Gpu, Inventory, gpu_health
 from ..export.semconv import COUNTER, otel_point
 from ..models import Device, Report, Severity, Status
-from .outputs import write_atomic
+from .files import write_atomic
 
 PROM_FILE_MODE = 0o644
 PROM_FILE = "sitscheck.prom"

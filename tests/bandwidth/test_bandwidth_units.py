@@ -19,12 +19,12 @@ from sitscheck.checks.bandwidth.impl import NOT_ASKED, BandwidthImpl
 from sitscheck.checks.bandwidth.peers import peer_paths
 from sitscheck.checks.bandwidth.record import RecordError, parse_record
 from sitscheck.checks.pcie_link.links import PortLink
-from sitscheck.collect import collect_bundle
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.probes.bandwidth.cuda import format_uuid
 from sitscheck.probes.bandwidth.probe import is_record, run_probe
+from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 

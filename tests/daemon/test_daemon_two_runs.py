@@ -14,10 +14,10 @@ from pathlib import Path
 from sitscheck.checks.pcie_aer.check import PcieAerCheck
 from sitscheck.checks.xid.check import XidCheck
 from sitscheck.config import RunConfig
+from sitscheck.contract.runner import run_checks
 from sitscheck.daemon import DaemonSession
 from sitscheck.models import Report, Status
 from sitscheck.report.assemble import build_report
-from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 
 RECORDED = Path(__file__).resolve().parents[1] / "bundles" / "h200x2-idle-v0"

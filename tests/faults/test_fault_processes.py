@@ -40,8 +40,8 @@ from fault_node import (
 )
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
+from sitscheck.contract.runner import run_checks
 from sitscheck.models import Report, Status
-from sitscheck.runner import run_checks
 from sitscheck.sources import artifacts as names
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.deadline import Scope, entered

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from fakes.fake_checks import FakeCheck
 from sitscheck.config import RunConfig
+from sitscheck.contract.runner import run_checks
 from sitscheck.interrupt import Interrupt
 from sitscheck.models import CheckResult, Status
-from sitscheck.runner import run_checks
 from sitscheck.sources.base import Sources
 from sitscheck.sources.replay import ReplaySources
 

@@ -33,9 +33,9 @@ from fault_node import (
 )
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
+from sitscheck.contract.runner import run_checks
 from sitscheck.interrupt import EXIT_INTERRUPTED, Interrupt
 from sitscheck.models import CheckResult, Report, Status
-from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 
 LAUNCHER = Path(__file__).resolve().parent / "fault_node.py"

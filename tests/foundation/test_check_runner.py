@@ -12,9 +12,9 @@ from fakes.fake_checks import CrashingApplicability, FakeCheck, HangingCheck, Ra
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check, CheckOutput, MetricSpec
 from sitscheck.contract.registry import BrokenCheck, select
+from sitscheck.contract.runner import run_checks, status_of
 from sitscheck.errors import ProbeError
 from sitscheck.models import Metric, Severity, Status
-from sitscheck.runner import run_checks, status_of
 from sitscheck.sources.replay import ReplaySources
 
 

@@ -12,8 +12,8 @@ from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
 from sitscheck.contract.registry import BrokenCheck
+from sitscheck.contract.runner import run_checks
 from sitscheck.models import Status
-from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot
 from sitscheck.sources.live import LiveOptions, LiveSources

@@ -22,12 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sitscheck.config import RunConfig, build_config, load_site_config
 from sitscheck.contract.registry import discover, select
+from sitscheck.contract.runner import run_checks
 from sitscheck.daemon.state import DaemonState, load_state, save_state
 from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import ConfigError, RuleError
 from sitscheck.models import CheckResult
-from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 
 EXAMPLES = int(os.environ.get("SITSCHECK_FUZZ_EXAMPLES", "150"))

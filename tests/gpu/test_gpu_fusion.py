@@ -16,6 +16,7 @@ from make_fault_bundles import Bundle, gpu_lost
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
 from sitscheck.engine.loader import load_profiles
+from sitscheck.engine.profiles import select_profile
 from sitscheck.gpu.calls import NVML, SMI, SMI_L, SMI_Q
 from sitscheck.gpu.fleet import from_snapshot
 from sitscheck.gpu.from_csv import from_smi
@@ -23,7 +24,6 @@ from sitscheck.gpu.from_list import from_list
 from sitscheck.gpu.from_query_q import from_query_q
 from sitscheck.gpu.fusion import merge
 from sitscheck.models import CheckResult, Report, Status
-from sitscheck.profiles import select_profile
 
 V1 = TESTS / "bundles" / "h200x2-idle-v1"
 OLDER_VBIOS = "96.00.74.00.01"  # an older H200 VBIOS line than the recorded 96.00.A5.00.1A

@@ -22,8 +22,8 @@ from sitscheck.checks.pcie_link.check import PcieLinkCheck
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.contract.registry import discover, select
+from sitscheck.contract.runner import run_checks
 from sitscheck.models import Status
-from sitscheck.runner import run_checks
 from sitscheck.sources.base import Artifact
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from sitscheck.checks.infiniband.check import InfinibandCheck
-from sitscheck.collect import collect_bundle
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
+from sitscheck.contract.runner import run_checks
 from sitscheck.models import CheckResult, Status
-from sitscheck.runner import run_checks
+from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.replay import ReplaySources
 

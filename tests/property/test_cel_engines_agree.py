@@ -209,7 +209,7 @@ def _scopes(env: CelEnvironment, bundle: Path) -> list[tuple[str, Any]]:
     from sitscheck.config import RunConfig
     from sitscheck.engine.evaluate import build_activation, gpu_views, without_nulls
     from sitscheck.engine.loader import load_profiles
-    from sitscheck.profiles import select_profile
+    from sitscheck.engine.profiles import select_profile
 
     results = execute(RunRequest(RunConfig(), str(bundle))).checks
     profile = select_profile(load_profiles([]), None, results)

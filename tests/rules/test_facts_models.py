@@ -27,12 +27,12 @@ from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.contract.facts import FactsModel
 from sitscheck.contract.registry import discover, select
+from sitscheck.contract.runner import run_checks
 from sitscheck.contract.settings import check_settings
 from sitscheck.engine.evaluate import build_activation, gpu_views
 from sitscheck.engine.fact_schema import Shape, activation, facts_model, facts_schema
 from sitscheck.engine.profile_schema import ProfileSchema
 from sitscheck.models import CheckResult
-from sitscheck.runner import run_checks
 
 TESTS = BUNDLES.parent
 CHECKS = [c for c in discover() if hasattr(c, "layer")]

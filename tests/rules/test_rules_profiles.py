@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from rule_cases import PROFILES, edited, evaluate, fired_on
 from sitscheck.engine.loader import load_profiles
+from sitscheck.engine.profiles import select_profile
 from sitscheck.errors import ConfigError
 from sitscheck.models import CheckResult, Status
-from sitscheck.profiles import select_profile
 
 # name, TDP W, NVLinks per GPU (None: no NVLink block), PCIe gen, HBM GB/s, SM, slowdown °C
 DATA_SHEETS: dict[str, tuple[int, int | None, int, int | None, str | None, int]] = {

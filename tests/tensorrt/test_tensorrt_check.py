@@ -12,8 +12,8 @@ from sitscheck.checks.tensorrt.impl import display_name
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
 from sitscheck.contract.registry import discover
+from sitscheck.contract.runner import run_checks
 from sitscheck.models import Severity, Status
-from sitscheck.runner import run_checks
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import (
     FAILED_BUILD,

@@ -19,7 +19,7 @@ from sitscheck.checks.topology.judge import (
 from sitscheck.checks.topology.parse import parse_topo
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.loader import load_profiles, load_rules
-from sitscheck.profiles import matches
+from sitscheck.engine.profiles import matches
 
 TESTS = Path(__file__).resolve().parent.parent
 REPO = TESTS.parent

@@ -20,13 +20,13 @@ from sitscheck.app import RunRequest, execute
 from sitscheck.checks.topology.parse import parse_topo
 from sitscheck.config import RunConfig
 from sitscheck.contract.registry import discover, select
+from sitscheck.contract.runner import run_checks
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_profiles, load_rules
+from sitscheck.engine.profiles import select_profile
 from sitscheck.models import CheckResult, Status, Verdict
-from sitscheck.profiles import select_profile
 from sitscheck.report.assemble import mark_explanations
-from sitscheck.runner import run_checks
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml

@@ -22,12 +22,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .contract.declarations import resolve
-from .contract.evidence import DeclaredEvidence
-from .probes.bandwidth import BANDWIDTH_JSON
-from .sources import artifacts as names
-from .sources.files import FileTree
-from .sources.live import LiveSources
+from ..contract.declarations import resolve
+from ..contract.evidence import DeclaredEvidence
+from ..probes.bandwidth import BANDWIDTH_JSON
+from . import artifacts as names
+from .files import FileTree
+from .live import LiveSources
 
 
 def collect_bundle(

@@ -14,16 +14,16 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import RunConfig
-from .contract import Check, CheckContext, CheckOutput
-from .contract.declarations import Declaration, declaration_of
-from .contract.registry import BrokenCheck
-from .engine.identity import duplicated_identities, gpu_records
-from .errors import ProbeError
-from .kernlog.scan import KernelLogPass, declared_interests
-from .models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
-from .sources.base import Sources
-from .sources.deadline import InFlight, Scope, entered
+from ..config import RunConfig
+from ..engine.identity import duplicated_identities, gpu_records
+from ..errors import ProbeError
+from ..kernlog.scan import KernelLogPass, declared_interests
+from ..models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
+from ..sources.base import Sources
+from ..sources.deadline import InFlight, Scope, entered
+from . import Check, CheckContext, CheckOutput
+from .declarations import Declaration, declaration_of
+from .registry import BrokenCheck
 
 
 @dataclass

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .engine.model import Profile
-from .errors import ConfigError
-from .models import CheckResult
+from ..errors import ConfigError
+from ..models import CheckResult
+from .model import Profile
 
 
 def select_profile(
