@@ -1,7 +1,8 @@
 """Pure: what a PCIe link can carry in theory (per direction), and which GPUs share a port.
 
 PCIe's specification, not a threshold (the achievable fractions and the margins are rule
-params, rules/bandwidth.yaml; so is NVLink's per-link rate, `nvlink_link_gbs_per_direction`):
+params, rules/bandwidth.yaml; NVLink's per-link rate is the profile's
+`nvlink.link_gbs_per_direction`):
 GB/s per lane and direction after line coding: 2.5 GT/s 8b/10b (Gen1) 0.25, Gen2 0.5, Gen3
 8 GT/s 128b/130b 0.985, Gen4 1.969, Gen5 3.938, Gen6 64 GT/s with 242/256 FLIT encoding 7.56
 (PCI-SIG). x16: Gen4 31.5 GB/s (the seed's quick table), Gen5 63.0.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -11,6 +12,7 @@ from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpu.identity import GpuRef, known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
+from sitscheck.sources.files import open_regular
 
 from .check import TRT_LOGS
 from .judge import LogMarks, ScannedLog, gpu_facts, judge_logs, judge_probe
@@ -50,7 +52,10 @@ def read_log(path: Path, file: str) -> ScannedLog:
             marks.observe(line)
             yield line
 
-    with path.open("r", encoding="utf-8", errors="replace", newline=None) as handle:
+    # never blocks on a FIFO; a folder, FIFO or device under the name is unreadable (named)
+    with io.TextIOWrapper(
+        open_regular(path), encoding="utf-8", errors="replace", newline=None
+    ) as handle:
         log = scan_trt_log(lines(handle), file)
     return ScannedLog(log, file, tuple(marks.gpu_indices), marks.passed)
 

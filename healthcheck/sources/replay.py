@@ -130,10 +130,10 @@ class ReplaySources(Memo):
             return []
         found = []
         for path in sorted(folder.rglob("*")):
-            if (
-                path.suffix in (".log", ".txt")
-                and path.is_file()  # not a FIFO, which the check reading it would wait on
-                and self._files.path(str(path.relative_to(self._bundle)))
+            # every entry of a log's name, a FIFO or folder too: the check opens each without
+            # blocking (`open_regular`) and names what it could not read
+            if path.suffix in (".log", ".txt") and self._files.path(
+                str(path.relative_to(self._bundle))
             ):
                 found.append(path)
         return found

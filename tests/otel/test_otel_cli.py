@@ -105,7 +105,7 @@ def test_the_daemon_logs_an_unwritable_output_in_one_line(
 
     quiet = Quiet()
     with caplog.at_level(logging.ERROR):
-        loop._one_run(run_once, quiet, None, None)  # type: ignore[arg-type]
+        loop._one_run(run_once, quiet, None, None, False)  # type: ignore[arg-type]
     (record,) = caplog.records
     assert record.exc_info is None  # no traceback
     assert "/dev/full" in record.getMessage() and "/dev/full" in quiet.text

@@ -29,6 +29,9 @@ RECORDED = {
     # one H200 (no NVLink exposed in its VM), with memory, energy and NVLink throughput;
     # collected idle seconds after a --load run: the first samples read it cooling to ~80 W
     "h200x1-idle-v2": (BUNDLES / "h200x1-idle-v2", 1, False),
+    # the whole contract's evidence (`collect --bandwidth`, driver 580.159.04): the bandwidth
+    # record (H2D 55.5, D2H 55.4 GB/s on Gen5 x16), NVML with memory/energy/throughput
+    "h200x1-v3": (BUNDLES / "h200x1-v3", 1, False),
 }
 
 

@@ -50,10 +50,21 @@ def test_every_bundle_gives_the_old_facts_and_verdicts(
     for name, path in recorded.items():
         if name not in BEFORE:
             continue
-        now = snapshot(path)
+        now = _known_to(BEFORE[name], snapshot(path))
         if now != BEFORE[name]:
             differ.append((name, _difference(BEFORE[name], now)))
     assert not differ, differ
+
+
+def _known_to(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """`now` without what did not exist when `before` was taken: checks added since (their
+    facts and their rules' verdicts are new, not a difference of the engine)."""
+    rules = {tuple(v)[0] for v in before["verdicts"]}
+    return {
+        **now,
+        "checks": {k: v for k, v in now["checks"].items() if k in before["checks"]},
+        "verdicts": [v for v in now["verdicts"] if tuple(v)[0] in rules],
+    }
 
 
 def _difference(before: dict[str, Any], now: dict[str, Any]) -> list[Any]:

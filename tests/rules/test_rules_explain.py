@@ -45,6 +45,7 @@ def normalise(code: str) -> str:
     return code.strip().lower()
 CHECKS = TESTS.parent / "checks"
 _LITERAL = re.compile(r"""\bcode=(f?)"([^"]+)\"""")
+_QUOTED = re.compile(r'"([a-z_]+\.[a-z0-9_]+)"')
 # Every code template the checks build with an f-string, and what it expands to.
 TEMPLATES = {
     "driver.{driver.state}": {"driver.absent", "driver.not_loaded"},
@@ -67,11 +68,17 @@ TEMPLATES = {
 
 
 def emitted_codes() -> tuple[set[str], set[str]]:
+    """`code="..."` literals and templates in the checks' code, and any other string literal
+    that is a declared code, outside the code tables themselves (a judge passing its codes
+    positionally, as infiniband's does)."""
     literals: set[str] = set()
     templates: set[str] = set()
     for path in sorted(CHECKS.rglob("*.py")):
-        for is_f, code in _LITERAL.findall(path.read_text()):
+        text = path.read_text()
+        for is_f, code in _LITERAL.findall(text):
             (templates if is_f else literals).add(code)
+        if path.name != "codes.py":
+            literals.update(c for c in _QUOTED.findall(text) if c in DECLARED)
     return literals, templates
 
 
