@@ -59,11 +59,11 @@ def test_every_bundle_gives_the_old_facts_and_verdicts(
 def _known_to(before: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     """`now` without what did not exist when `before` was taken: checks added since (their
     facts and their rules' verdicts are new, not a difference of the engine)."""
-    rules = {tuple(v)[0] for v in before["verdicts"]}
+    rules = {v[0] for v in before["verdicts"]}
     return {
         **now,
         "checks": {k: v for k, v in now["checks"].items() if k in before["checks"]},
-        "verdicts": [v for v in now["verdicts"] if tuple(v)[0] in rules],
+        "verdicts": [v for v in now["verdicts"] if v[0] in rules],
     }
 
 
