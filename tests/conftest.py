@@ -39,9 +39,18 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
 
 
 # Suites kept for `.ci/run` (the README's test command leaves them out with `-m "not slow"`):
-# coverage-guided and mutation fuzzing, the plugin installed into a fresh venv, a real Slurm
-# cluster, and the streams of tens of megabytes to gigabytes that prove memory stays bounded.
-SLOW_PATHS = ("fuzz/", "plugins/", "packaging/test_packaging_slurm_real.py")
+# coverage-guided and mutation fuzzing, property-based (hypothesis) suites, the plugin
+# installed into a fresh venv, a real Slurm cluster, secrets through every delivery path, the
+# CEL engines' random-expression differential, and the streams of tens of megabytes to
+# gigabytes that prove memory stays bounded.
+SLOW_PATHS = (
+    "fuzz/",
+    "property/",
+    "plugins/",
+    "packaging/test_packaging_slurm_real.py",
+    "security/test_security_secrets.py",
+    "foundation/test_cel_fast_paths.py",
+)
 SLOW_NAMES = ("gigabyte", "megabyte")
 
 
