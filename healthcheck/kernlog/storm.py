@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from .times import seconds
+from .times import DATED, parse_time, seconds
 
 MAX_EVENTS = 1000
 E = TypeVar("E")
@@ -91,32 +91,8 @@ def normalised(text: str | None) -> float | str | None:
     """A log's time as seconds since boot (`[68183.615790]`) or an ISO 8601 time (a dated
     form: `dmesg -T`, ISO, ctime); None for none, or a form without a date (syslog's
     `Sep 19 16:18:02`, `dmesg -H` deltas), which names no point in time."""
-    if not text:
-        return None
-    value = text.strip()
-    if value.startswith("+"):  # a delta from the line before
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    collapsed = " ".join(value.split())
-    for form in _DATED:
-        try:
-            return datetime.strptime(collapsed, form).isoformat()
-        except ValueError:
-            continue
-    return None
-
-
-_DATED = (
-    "%a %b %d %H:%M:%S %Y",
-    "%Y-%m-%dT%H:%M:%S%z",
-    "%Y-%m-%dT%H:%M:%S.%f%z",
-    "%Y-%m-%dT%H:%M:%S",
-    "%Y-%m-%dT%H:%M:%S.%f",
-    "%Y-%m-%d %H:%M:%S",
-)
+    parsed = parse_time(text, DATED)
+    return parsed.isoformat() if isinstance(parsed, datetime) else parsed
 
 
 def aer_events(events: Iterable[Any] = ()) -> BoundedEvents[Any]:

@@ -9,17 +9,26 @@ from __future__ import annotations
 
 from datetime import datetime
 
-_FORMATS = (
+# forms that name a point in time (a date), then syslog's, which has no year
+DATED = (
     "%a %b %d %H:%M:%S %Y",
-    "%b %d %H:%M:%S",
     "%Y-%m-%dT%H:%M:%S%z",
     "%Y-%m-%dT%H:%M:%S.%f%z",
     "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S",
 )
+_FORMATS = (*DATED, "%b %d %H:%M:%S")
 
 
 def seconds(text: str | None) -> float | None:
+    parsed = parse_time(text, _FORMATS)
+    return parsed.timestamp() if isinstance(parsed, datetime) else parsed
+
+
+def parse_time(text: str | None, forms: tuple[str, ...]) -> float | datetime | None:
+    """Seconds since boot (`[68183.615790]`), or the time in the first of `forms` that reads
+    it; None for none, or a `dmesg -H` delta (`+0.000316`) from the line before."""
     if not text:
         return None
     value = text.strip()
@@ -30,9 +39,9 @@ def seconds(text: str | None) -> float | None:
     except ValueError:
         pass
     collapsed = " ".join(value.split())
-    for fmt in _FORMATS:
+    for form in forms:
         try:
-            return datetime.strptime(collapsed, fmt).timestamp()
+            return datetime.strptime(collapsed, form)
         except ValueError:
             continue
     return None
