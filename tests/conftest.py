@@ -39,11 +39,13 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
 
 
 # Suites kept for `.ci/run` (the README's test command leaves them out with `-m "not slow"`):
+# the fault suite (whole CLI runs against a fake node, each waiting out its deadlines),
 # coverage-guided and mutation fuzzing, property-based (hypothesis) suites, the plugin
 # installed into a fresh venv, a real Slurm cluster, secrets through every delivery path, the
 # CEL engines' random-expression differential, and the streams of tens of megabytes to
 # gigabytes that prove memory stays bounded.
 SLOW_PATHS = (
+    "faults/",
     "fuzz/",
     "property/",
     "plugins/",
