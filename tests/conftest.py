@@ -39,7 +39,8 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
 
 
 # Suites kept for `.ci/run` (the README's test command leaves them out with `-m "not slow"`):
-# the fault suite (whole CLI runs against a fake node, each waiting out its deadlines),
+# the fault and security suites (whole CLI runs against a fake node, waiting out deadlines,
+# or as another user),
 # coverage-guided and mutation fuzzing, property-based (hypothesis) suites, the plugin
 # installed into a fresh venv, a real Slurm cluster, secrets through every delivery path, the
 # CEL engines' random-expression differential, and the streams of tens of megabytes to
@@ -50,7 +51,7 @@ SLOW_PATHS = (
     "property/",
     "plugins/",
     "packaging/test_packaging_slurm_real.py",
-    "security/test_security_secrets.py",
+    "security/",
     "foundation/test_cel_fast_paths.py",
 )
 SLOW_NAMES = ("gigabyte", "megabyte")
