@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
-from sitscheck.sources.artifacts import GPU_VIEW_COMMANDS
+from sitscheck.sources.artifacts import GPU_IDENTITY_KEYS, GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
 
@@ -25,18 +25,6 @@ class DriverCheck(LazyCheck):
             "the driver probe (/proc/driver/nvidia/version, /dev/nvidiactl)"
         ),
         commands=GPU_VIEW_COMMANDS,
-        nvml=(
-            "name",
-            "uuid",
-            "pci_bus_id",
-            "pci_device_id",
-            "serial",
-            "vbios",
-            "inforom_image",
-            "persistence_mode",
-            "recovery_action",
-            "unavailable",
-            "failures",
-        ),
+        nvml=(*GPU_IDENTITY_KEYS, "unavailable", "failures"),
     )
     impl = "sitscheck.checks.driver.impl:DriverImpl"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sitscheck.contract.facts import FactsModel, GpuRefFacts, KernelLogFacts
+from sitscheck.contract.facts import FactsModel, GpuRefFacts, KernelLogFacts, StormCounts
 
 
 class Event(FactsModel):
@@ -60,17 +60,13 @@ class Gpu(GpuRefFacts):
     counters_by_port: dict[str, PortCounters]  # bus id -> its counters
 
 
-class Group(FactsModel):
-    """Every report of one (device, severity, type, errors) (facts.md "Storms",
-    `kernlog.storm`)."""
+class Group(StormCounts):
+    """Every report of one (device, severity, type, errors)."""
 
     device: str | None
     severity: Literal["corrected", "nonfatal", "fatal"]
     type: str | None
     errors: list[str]
-    count: int
-    first: float | str | None  # seconds since boot, an ISO 8601 time, or null
-    last: float | str | None
 
 
 class Facts(FactsModel):

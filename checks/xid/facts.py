@@ -3,7 +3,7 @@ and per GPU the Xids seen on it."""
 
 from __future__ import annotations
 
-from sitscheck.contract.facts import FactsModel, GpuRefFacts, KernelLogFacts
+from sitscheck.contract.facts import FactsModel, GpuRefFacts, KernelLogFacts, StormCounts
 
 
 class Event(FactsModel):
@@ -26,15 +26,12 @@ class Gpu(GpuRefFacts):
     fallen_off_bus: bool
 
 
-class Group(FactsModel):
-    """Every report of one (device, xid, sxid) (facts.md "Storms", `kernlog.storm`)."""
+class Group(StormCounts):
+    """Every report of one (device, xid, sxid)."""
 
     device: str | None
     xid: int | None
     sxid: int | None
-    count: int
-    first: float | str | None  # seconds since boot, an ISO 8601 time, or null
-    last: float | str | None
 
 
 class Facts(FactsModel):

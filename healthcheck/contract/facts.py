@@ -67,3 +67,11 @@ class Stats(FactsModel):
     mean: float
     p95: float
     max: float
+
+
+class StormCounts(FactsModel):
+    """What a storm group (facts.md "Storms", `kernlog.storm`) counts of its reports."""
+
+    count: int
+    first: float | str | None  # seconds since boot, an ISO 8601 time, or null
+    last: float | str | None

@@ -24,22 +24,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sources.artifacts import GPU_IDENTITY_KEYS
 from .calls import FAULT_STATES, IDENTITY_ONLY, KEY_PATHS, NVML, PRECEDENCE, SMI_L
 from .records import SAMPLE_KEYS
 from .view import Disagreement, GpuFleet, GpuView
 
-# Top-level values read as one: identity, firmware and modes.
-SCALARS = (
-    "name",
-    "uuid",
-    "pci_bus_id",
-    "pci_device_id",
-    "serial",
-    "vbios",
-    "inforom_image",
-    "persistence_mode",
-    "recovery_action",
-)
+SCALARS = GPU_IDENTITY_KEYS
 GROUPS = (
     "pcie",
     "power",

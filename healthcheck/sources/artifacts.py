@@ -55,3 +55,16 @@ SMI_DMON = CommandSpec(
     "one dmon sample (utilization, power, clocks, violations, memory, ECC, PCIe)",
 )
 GPU_VIEW_COMMANDS = (SMI_LIST, SMI_QUERY, SMI_CSV, SMI_DMON)
+
+# Top-level values of a GPU's NVML record read as one: identity, firmware and modes.
+GPU_IDENTITY_KEYS = (
+    "name",
+    "uuid",
+    "pci_bus_id",
+    "pci_device_id",
+    "serial",
+    "vbios",
+    "inforom_image",
+    "persistence_mode",
+    "recovery_action",
+)
