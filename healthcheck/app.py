@@ -143,11 +143,13 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     # contend for the interpreter, and their memory peaks (the CEL parser and compiled rules;
     # the checks' buffers, such as the kernel-log chunks) would add up, so it compiles after.
     # A broken rule file still fails the run, naming its file and line.
-    background = Background(compile_rules) if request.bundle is None else None
     checks = selected_checks(config)
     settings = check_settings(checks, config.check_config)
-    deadline = started + config.run_timeout_s
-    with open_sources(request, gather(checks), wrap, deadline) as sources:
+    declared = gather(checks)
+    with open_sources(request, declared, wrap, deadline) as sources:
+        if request.bundle is None and declared.nvml and not config.load:
+            open_window(sources)
+        background = Background(compile_rules) if request.bundle is None else None
         guarded = interrupt.guard(checks)
         results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
@@ -173,6 +175,29 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     recorded = meta.get("collected_at") if request.bundle else None
     report.bundle_recorded_at = recorded if isinstance(recorded, str) else None
     return report
+
+
+WINDOW_WAIT_S = 1.0  # at most this long for the window to start before the checks do
+
+
+def open_window(sources: Sources) -> None:
+    """A live run's GPU sampling window (the NVML snapshot, which the GPU checks wait for)
+    starts first, on its own thread: the checks' imports, their commands and the rules'
+    compiling then happen inside the window rather than before it, and do not contend with
+    the window's start for the interpreter. Waits until the window has begun (or the
+    snapshot was taken without one), at most WINDOW_WAIT_S: NVML that hangs costs the checks
+    that much, and each of them still waits on the snapshot under its own deadline."""
+
+    def take() -> None:
+        try:
+            sources.gpu_snapshot()
+        except Exception:  # the checks that read it meet the same error, as theirs
+            pass
+
+    threading.Thread(target=take, daemon=True, name="gpu-snapshot").start()
+    started = getattr(sources, "window_started", None)
+    if isinstance(started, threading.Event):
+        started.wait(WINDOW_WAIT_S)
 
 
 class Background(Generic[T]):

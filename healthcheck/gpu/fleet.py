@@ -36,6 +36,8 @@ def load(sources: Sources) -> GpuFleet | str:
 def _load(sources: Sources) -> GpuFleet | str:
     fleets: list[GpuFleet] = []
     problems: list[str] = []
+    if sources.mode == "live":  # read below in any case: run it while the window samples
+        sources.artifact(names.NVIDIA_SMI_L)
     snapshot, reason = sources.gpu_snapshot()
     nvml_ok = (
         snapshot is not None

@@ -67,8 +67,10 @@ def collect_snapshot(
     window_s: float,
     interval_s: float = 0.2,
     busy: Callable[[], dict[str, object]] | None = None,
+    on_window: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Inventory and sample every GPU. `busy`, when given, is started before sampling (--load)."""
+    """Inventory and sample every GPU. `busy`, when given, is started before sampling (--load);
+    `on_window` is called as the window starts."""
     snapshot: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -105,6 +107,8 @@ def collect_snapshot(
     # ~19 ms each, 28 on 8 GPUs; the counters read at both ends, see window_counters) are
     # serialised across GPUs by the driver: inside the window they cost it no extra time.
     started = time.monotonic()
+    if on_window is not None:
+        on_window()
     pairs = threading.Thread(target=_read_pairs, args=(nvml, handles, snapshot), daemon=True)
     pairs.start()
     deadline = started + max(window_s, 0.0)

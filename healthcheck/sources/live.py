@@ -68,6 +68,8 @@ class LiveSources(Memo):
         self._command_locks: dict[str, threading.Lock] = {}
         self._snapshot_lock = threading.Lock()
         self._snapshot: tuple[dict[str, Any] | None, str | None] | None = None
+        # set as the GPUs' sampling window starts, or once the snapshot is taken without one
+        self.window_started = threading.Event()
         self._nvml: Nvml | None = None
         self._driver: DriverProbe | None = None
         self._load: LoadHandle | None = None
@@ -132,9 +134,12 @@ class LiveSources(Memo):
 
     def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         with self._snapshot_lock:
-            if self._snapshot is None:
-                self._snapshot = self._collect_snapshot()
-            return self._snapshot
+            try:
+                if self._snapshot is None:
+                    self._snapshot = self._collect_snapshot()
+                return self._snapshot
+            finally:
+                self.window_started.set()
 
     def _collect_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         if self.driver().state != "present":
@@ -146,7 +151,11 @@ class LiveSources(Memo):
             return None, str(exc)
         busy = self._start_load if self.options.load_seconds else None
         snapshot = collect_snapshot(
-            nvml, self.options.sample_seconds, self.options.sample_interval_s, busy=busy
+            nvml,
+            self.options.sample_seconds,
+            self.options.sample_interval_s,
+            busy=busy,
+            on_window=self.window_started.set,
         )
         return snapshot, None
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Device (issue 19, fixed cost): where a live run's time beyond its sampling window goes.
+# The installed CLI (byte-compiled wheels, carried in `.whl`): the raw quick check's commands,
+# default live runs (wall, peak RSS), a timeline of each run's calls on every thread
+# (tools/device/timeline.py), a cProfile of every thread, an import-time profile, replays of
+# the recorded 1-GPU bundles, and the live/replay benchmark rows. Everything lands in $OUT.
+# Run from the main checkout with this folder carried as `.fixedcost` (whl/, timeline.py).
+set -u
+export PYTHONUNBUFFERED=1
+W=${FIXEDCOST_DIR:-.fixedcost}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site "$W"/whl/*.whl || exit 1
+python3 -m compileall -q -j 0 /tmp/site > /dev/null  # as an install leaves it
+export PYTHONPATH=/tmp/site:$PWD
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+log=$OUT/log; mkdir -p "$log"
+nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
+nproc; python3 --version
+T=$W/timeline.py
+wall_rss() {  # label, argv...: wall time, exit code and peak RSS of one child
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(f"{sys.argv[1]}: rc={done.returncode} {time.perf_counter() - t:.3f} s, peak RSS "
+      f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f} MB")
+PY
+}
+{
+  for n in 1 2 3; do wall_rss "python -c pass" python3 -c pass; done
+  for n in 1 2 3; do
+    t=$(date +%s%N)
+    nvidia-smi topo -m > /dev/null; nvidia-smi dmon -s u -c 1 > /dev/null
+    nvidia-smi --query-gpu=index,name,pci.bus_id,temperature.gpu,power.draw,utilization.gpu \
+      --format=csv > /dev/null; dmesg 2>/dev/null | grep -cE 'AER|Xid|SXid' > /dev/null
+    echo "raw quick check #$n: $(ms $t) ms"
+  done
+  for n in 1 2 3 4 5; do wall_rss "live run (default) #$n" python3 -m sitscheck run -o json=/dev/null; done
+  for b in tests/bundles/h200x1-v3 tests/bundles/h200x1-idle-v2 examples/h200x2-idle; do
+    for n in 1 2 3; do wall_rss "replay $b #$n" python3 -m sitscheck run --from $b -o json=/dev/null; done
+  done
+} > "$log/timings.txt" 2>&1
+for n in 1 2 3; do python3 $T -- run -o json="$log/live-$n.json" > /dev/null 2> "$log/timeline-live-$n.txt"; done
+python3 $T -- run --from tests/bundles/h200x1-v3 -o json=/dev/null > /dev/null 2> "$log/timeline-replay-v3.txt"
+python3 $T --cprofile "$log/live.pstats" -- run -o json=/dev/null > /dev/null 2> "$log/timeline-cprofile.txt"
+python3 - "$log/live.pstats" > "$log/cprofile-live.txt" <<'PY'
+import pstats, sys
+s = pstats.Stats(sys.argv[1])
+s.sort_stats("cumulative").print_stats(90)
+s.sort_stats("tottime").print_stats(50)
+PY
+python3 -X importtime -m sitscheck run -o json=/dev/null 2> "$log/importtime-live.txt" > /dev/null
+BENCH_ONLY=startup,replay,live BENCH_REPEAT=3 timeout 100 python3 -m benchmarks > "$log/benchmarks.txt" 2>&1
+echo "benchmarks rc=$?" >> "$log/benchmarks.txt"
+( cd "$log" && tar czf "$OUT/logs.tar.gz" . )
+cat "$log/timings.txt" "$log/benchmarks.txt" "$log/timeline-live-2.txt"
+head -60 "$log/cprofile-live.txt"
