@@ -103,7 +103,8 @@ def shape(serialized: bytes) -> Shape:
     """What a serialized program's syntax tree does: its comprehension nodes (every macro:
     all, exists, exists_one, map, filter) and the paths it reads (each chain of field
     selections from a name: `checks.topology.facts.nics`; a name used otherwise, such as
-    `checks[k]`, is read whole)."""
+    `checks[k]`, is read whole). Each node's bytes are read once (a walk of the tree, no
+    recursion: a chain of selections is followed down, the rest kept on a stack)."""
     envelope = dict(_fields(serialized))
     message = envelope.get(_ANY_TYPE, b"").rpartition(b"/")[2]
     if message not in _TREE_FIELD:
@@ -114,57 +115,74 @@ def shape(serialized: bytes) -> Shape:
     reads: set[Path] = set()
     while pending:
         expr = pending.pop()
-        chain = _chain(expr)
-        if chain is not None:
-            reads.add(chain)
-            continue
-        for kind, node in _fields(expr):
+        names: list[bytes] = []  # the selections followed down from `expr`, outermost first
+        while True:
+            kind, node = _kind(expr)
+            if kind == _IDENT:  # `expr` is a chain from a name (`.a`: from the root)
+                name = _last(node, 1).decode().lstrip(".")
+                reads.add((name, *(n.decode() for n in reversed(names))))
+                break
+            if kind == _SELECT:
+                operand = _last(node, 1, None)
+                if operand is None:
+                    break
+                names.append(_last(node, 2))
+                expr = operand
+                continue
+            # not a chain: whatever `expr` (the innermost node reached) holds is read
             if kind == _COMPREHENSION:
                 count += 1
-            if kind == _SELECT:  # a selection from something other than a name
-                pending.extend(v for f, v in _fields(node) if f == 1)
-            elif kind in _CHILDREN:
-                pending.extend(v for f, v in _fields(node) if f in _CHILDREN[kind])
+            if kind in _CHILDREN:
+                wanted = _CHILDREN[kind]
+                pending.extend(v for f, v in _fields(node) if f in wanted)
             elif kind == _STRUCT:
                 for field, entry in _fields(node):
                     if field == _STRUCT_ENTRIES:
                         pending.extend(v for f, v in _fields(entry) if f in _ENTRY_CHILDREN)
+            break
     return Shape(count, frozenset(reads))
 
 
-def _chain(expr: bytes) -> Path | None:
-    """`a.b.c` as ("a", "b", "c"), `a` as ("a",); None for any other expression."""
-    fields: list[str] = []
-    while True:
-        node = dict(_fields(expr))
-        if _IDENT in node:
-            name = dict(_fields(node[_IDENT])).get(1, b"").decode().lstrip(".")  # `.a`: root
-            return (name, *reversed(fields))
-        if _SELECT not in node:
-            return None
-        select = dict(_fields(node[_SELECT]))
-        if 1 not in select:
-            return None
-        fields.append(select.get(2, b"").decode())
-        expr = select[1]
+def _kind(expr: bytes) -> tuple[int, bytes]:
+    """An Expr's node: (its field number, its bytes), the last one where there are several;
+    (0, b"") for none (a constant)."""
+    found = (0, b"")
+    for field, value in _fields(expr):
+        if field > 2:  # 1 is the id; 3 a constant, 4-9 the node kinds
+            found = (field, value)
+    return found
+
+
+def _last(data: bytes, number: int, default: Any = b"") -> Any:
+    value = default
+    for field, item in _fields(data):
+        if field == number:
+            value = item
+    return value
 
 
 def _fields(data: bytes) -> Iterator[tuple[int, bytes]]:
     """The length-delimited fields of one protobuf message: (field number, bytes)."""
     position, end = 0, len(data)
     while position < end:
-        key, position = _varint(data, position)
+        key = data[position]
+        position += 1
+        if key >= 0x80:
+            key, position = _varint(data, position - 1)
         field, wire = key >> 3, key & 7
-        if wire == 0:
+        if wire == 2:
+            size = data[position]
+            position += 1
+            if size >= 0x80:
+                size, position = _varint(data, position - 1)
+            yield field, data[position : position + size]
+            position += size
+        elif wire == 0:
             _, position = _varint(data, position)
         elif wire == 1:
             position += 8
         elif wire == 5:
             position += 4
-        elif wire == 2:
-            size, position = _varint(data, position)
-            yield field, data[position : position + size]
-            position += size
         else:
             raise ValueError(f"unexpected protobuf wire type {wire}")
 
