@@ -4,10 +4,16 @@ Signal handlers come first, before the command line and its imports (a fifth of 
 a SIGTERM during start-up is held for the run, which then ends at once with its report, and
 never kills the process with no report at all (`interrupt.own_process`). A command that is
 not a run gets the usual signals back once it is known.
+
+At the end, every object left is frozen out of the cyclic garbage collector (`gc.freeze`):
+the interpreter's teardown then skips its last collections over everything a run imported
+and built (~0.1 s of a 0.8 s replay on 2 cores). What sitscheck writes is written and closed
+before (outputs, state, spool); exit handlers still run.
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 
 RUNS = ("run", "daemon")  # the commands that take a held signal (no command at all is a run)
@@ -21,7 +27,10 @@ def main() -> None:
 
     if command(sys.argv[1:]) not in RUNS:
         release_held()
-    cli_main()
+    try:
+        cli_main()
+    finally:
+        gc.freeze()
 
 
 def command(args: list[str]) -> str:
