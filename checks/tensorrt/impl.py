@@ -1,11 +1,16 @@
-"""The work of the `tensorrt` check: build logs (and the optional probe) → facts, findings."""
+"""The work of the `tensorrt` check: build logs (and the optional probe) → facts, findings.
+
+The log parser (~50 patterns compiled at import), the judge and the probe are imported when
+there is a log to read or a probe to run: a node with neither (most runs) skips the check
+without them.
+"""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
@@ -15,18 +20,24 @@ from sitscheck.sources.base import Sources
 from sitscheck.sources.files import open_regular
 
 from .check import TRT_LOGS
-from .judge import LogMarks, ScannedLog, gpu_facts, judge_logs, judge_probe
-from .parse import MAX_LINE_CHARS, scan_trt_log
-from .probe import ProbeOutcome, Spawn, run_probe, tensorrt_missing
+
+if TYPE_CHECKING:
+    from .judge import ScannedLog
+    from .probe import ProbeOutcome, Spawn
 
 PROBE_MARGIN_S = 1.5
 """Seconds of the check's deadline kept back from the probe's children for reporting."""
 REPLAY_PROBE = "the probe builds on live GPUs; it does not run when replaying a bundle"
 
 
-def bounded_lines(handle: TextIO, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
-    """The handle's lines, each cut at ``limit`` characters: the rest of an overlong line is
-    read and dropped, never held, so a file with no line breaks costs ``limit`` characters."""
+def bounded_lines(handle: TextIO, limit: int | None = None) -> Iterator[str]:
+    """The handle's lines, each cut at ``limit`` characters (`parse.MAX_LINE_CHARS` by
+    default): the rest of an overlong line is read and dropped, never held, so a file with
+    no line breaks costs ``limit`` characters."""
+    if limit is None:
+        from .parse import MAX_LINE_CHARS
+
+        limit = MAX_LINE_CHARS
     while chunk := handle.readline(limit):
         yield chunk
         if len(chunk) < limit or chunk.endswith("\n"):
@@ -45,6 +56,9 @@ def display_name(path: Path, mode: str) -> str:
 
 def read_log(path: Path, file: str) -> ScannedLog:
     """Scan one log streaming (undecodable bytes replaced); raises OSError when unreadable."""
+    from .judge import LogMarks, ScannedLog
+    from .parse import scan_trt_log
+
     marks = LogMarks()
 
     def lines(handle: TextIO) -> Iterator[str]:
@@ -78,10 +92,14 @@ class TensorrtImpl:
             return f"{where} and no --trt-probe"
         if sources.mode != "live":
             return f"{where}; {REPLAY_PROBE}"
+        from .probe import tensorrt_missing
+
         missing = tensorrt_missing()
         return f"{where}; the probe cannot run: {missing}" if missing else None
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
+        from .judge import gpu_facts, judge_logs, judge_probe
+
         sources = ctx.sources
         gpus = known_gpus(sources)
         scanned: list[ScannedLog] = []
@@ -139,6 +157,8 @@ class TensorrtImpl:
         )
 
     def _probe(self, ctx: CheckContext, gpus: list[GpuRef]) -> ProbeOutcome:
+        from .probe import ProbeOutcome, run_probe, tensorrt_missing
+
         sources = ctx.sources
         if sources.mode != "live":
             return ProbeOutcome(False, REPLAY_PROBE)
