@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from . import interrupt
 from .config import SITE_DIR, RunConfig
@@ -17,18 +17,17 @@ from .contract import Check
 from .contract.evidence import DeclaredEvidence, gather
 from .contract.registry import BrokenCheck, discover, select
 from .contract.settings import check_settings
-from .engine.cel import CelEnvironment
-from .engine.evaluate import evaluate_rules
-from .engine.loader import load_profiles, load_rules, rule_files
-from .engine.model import Profile, RuleSet
-from .engine.profiles import select_profile
 from .errors import ConfigError
-from .models import CheckResult, Report
 from .probes.bandwidth.probe import budget_s
-from .report.assemble import build_report
 from .sources.base import Sources
 from .sources.live import LiveOptions, LiveSources
-from .sources.replay import replay_sources
+
+# The rules engine, the report and the bundle reader are imported where they are used: a
+# live run reaches its sampling window without them (they load inside it).
+if TYPE_CHECKING:
+    from .engine.cel import CelEnvironment
+    from .engine.model import Profile, RuleSet
+    from .models import CheckResult, Report, Verdict
 
 
 @dataclass(frozen=True)
@@ -71,6 +70,8 @@ def _raw_sources(
 ) -> Iterator[Sources]:
     config = request.config
     if request.bundle is not None:
+        from .sources.replay import replay_sources
+
         with replay_sources(request.bundle, deadline) as replay:
             yield replay
         return
@@ -127,6 +128,8 @@ def selected_checks(config: RunConfig) -> list[Check | BrokenCheck]:
 
 def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     from .contract.runner import run_checks
+    from .engine.profiles import select_profile
+    from .report.assemble import build_report
 
     config = request.config
     started_at = datetime.now(timezone.utc)
@@ -135,6 +138,9 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     deadline = started + config.run_timeout_s  # rules past it are UNKNOWN, the report written
 
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
+        from .engine.cel import CelEnvironment
+        from .engine.loader import load_profiles, rule_files
+
         env = CelEnvironment()
         return env, load_rules(rule_files(dirs), env, deadline), load_profiles(dirs)
 
@@ -175,6 +181,27 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     recorded = meta.get("collected_at") if request.bundle else None
     report.bundle_recorded_at = recorded if isinstance(recorded, str) else None
     return report
+
+
+def load_rules(files: list[Path], env: CelEnvironment, deadline: float | None) -> RuleSet:
+    """`engine.loader.load_rules` (imported when a run compiles its rules)."""
+    from .engine.loader import load_rules as load
+
+    return load(files, env, deadline)
+
+
+def evaluate_rules(
+    ruleset: RuleSet,
+    results: list[CheckResult],
+    profile: Profile | None,
+    env: CelEnvironment,
+    node: dict[str, Any],
+    deadline: float | None,
+) -> list[Verdict]:
+    """`engine.evaluate.evaluate_rules` (imported when a run evaluates its rules)."""
+    from .engine.evaluate import evaluate_rules as evaluate
+
+    return evaluate(ruleset, results, profile, env, node, deadline)
 
 
 WINDOW_WAIT_S = 1.0  # at most this long for the window to start before the checks do
