@@ -4,7 +4,8 @@ whichever thread, as (start, end) since the interpreter started, printed as a ti
     python3 tools/device/timeline.py [--cprofile FILE] -- run -o json=/dev/null
 
 Profiling only (issue 19's fixed cost): the functions are wrapped in place before the CLI
-runs; `--cprofile` also profiles every thread (one cProfile per thread, merged into FILE).
+runs; `--cprofile` also profiles every thread (one cProfile per thread, merged into FILE;
+on Python >= 3.12, which allows one profiler at a time, the main thread only).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ SPANS = [
     ("sitscheck.sources.live", "LiveSources.kernel_log"),
     ("sitscheck.sources.command", "CommandRunner.run"),
     ("sitscheck.app", "load_rules"),
-    ("sitscheck.app", "load_profiles"),
-    ("sitscheck.app", "rule_files"),
+    ("sitscheck.engine.loader", "load_profiles"),
+    ("sitscheck.engine.loader", "rule_files"),
+    ("sitscheck.app", "open_window"),
     ("sitscheck.app", "evaluate_rules"),
-    ("sitscheck.app", "build_report"),
+    ("sitscheck.report.assemble", "build_report"),
     ("sitscheck.cli", "_execute_and_deliver"),
     ("sitscheck.interrupt", "sweep"),
 ]
@@ -92,6 +94,10 @@ def _profile_threads(path: str) -> Any:
     import cProfile
 
     profiles: list[Any] = []
+    main = cProfile.Profile()
+    profiles.append(main)
+    if sys.version_info >= (3, 12):  # one cProfile at a time in a process: the main thread's
+        return main, profiles
     run = threading.Thread.run
 
     def profiled(self: threading.Thread) -> None:
@@ -104,8 +110,6 @@ def _profile_threads(path: str) -> Any:
             profile.disable()
 
     threading.Thread.run = profiled  # type: ignore[method-assign]
-    main = cProfile.Profile()
-    profiles.append(main)
     return main, profiles
 
 
