@@ -4,9 +4,10 @@
 
 - per recorded bundle (`engine_snapshot.bundles`: tests/bundles, the scenarios materialised,
   examples/, the idle node grown to 8 and 24 GPUs): the report's status, exit code and headline,
-  the verdicts (rule, status, GPU, message, reason: the fired ones whole, all as a digest); the pcie_aer and xid checks whole (status,
-  error, findings, metrics, facts with the storm fields, which were already in the new form,
-  not_judged), the other checks as their status and a digest of the rest;
+  the verdicts (rule, status, GPU, message, reason: the fired ones whole, all as a digest);
+  the pcie_aer and xid checks whole (status, error, findings, metrics, facts with the storm
+  fields, which were already in the new form, not_judged), the other checks as their status
+  and a digest of the rest;
 - per storm of `storms.STAMPS` (3,000 mixed AER and Xid reports, each time form), the same
   replay record as the `dmesg.txt` of the recorded 2×H200 idle bundle, the two checks only
   (of the 1,000 events kept, the first 20 whole and a digest of all);
@@ -127,8 +128,7 @@ def golden() -> dict[str, Any]:
             "bundles": {name: record(path) for name, path in bundles(root / "b").items()},
             "storms": {stamp: storm_record(stamp, root) for stamp in STAMPS},
             "corpus": {
-                name: sample_record(kind, sample, root)
-                for name, kind, sample in corpus_samples()
+                name: sample_record(kind, sample, root) for name, kind, sample in corpus_samples()
             },
         }
 

@@ -20,7 +20,7 @@ GPU0, GPU1, PORT, STRAY = "0000:00:06.0", "0000:00:07.0", "0000:00:01.0", "0000:
 DEVICES = (GPU0, GPU1, STRAY)
 FILLER = (
     "EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro",
-    "audit: type=1400 audit(1700000000.123:42): apparmor=\"STATUS\" operation=\"profile_load\"",
+    'audit: type=1400 audit(1700000000.123:42): apparmor="STATUS" operation="profile_load"',
     "IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready",
     "NVRM: GPU at PCI:0000:00:06: GPU-2f1a0c3b-0000-0000-0000-000000000000",
 )
@@ -119,7 +119,8 @@ def _sxid(d: str) -> list[str]:
 
 def _fallen(d: str) -> list[str]:
     return [
-        f"NVRM: Xid (PCI:{d[:-2]}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+        f"NVRM: Xid (PCI:{d[:-2]}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the"
+        " bus.",
         f"NVRM: GPU {d}: GPU has fallen off the bus.",
     ]
 
@@ -180,6 +181,6 @@ def storm(path: Path, reports: int, stamp: Stamp = bracket, seed: int = 3) -> No
     with path.open("w", encoding="utf-8") as out:
         for _ in range(reports):
             _, make = rng.choices(REPORTS, weights)[0]
-            for line in make(rng.choice(DEVICES)) + [rng.choice(FILLER), rng.choice(FILLER)]:
+            for line in [*make(rng.choice(DEVICES)), rng.choice(FILLER), rng.choice(FILLER)]:
                 out.write(stamp(step) + line + "\n")
                 step += 1
