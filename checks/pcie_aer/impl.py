@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.gpu.identity import GpuRef, known_gpus
-from sitscheck.kernlog.storm import aer_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 from sitscheck.sources.pci import port_folders
 
 from .counters import DEVICE_COUNTERS, ROOTPORT_COUNTERS, parse_device_counters, parse_total
 from .judge import GpuPath, findings, gpu_summary
-from .parse import AerEvent
+from .tally import AerTally
 
 
 class PcieAerImpl:
@@ -30,7 +27,7 @@ class PcieAerImpl:
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
         scan = ctx.kernel_log()
-        events: list[AerEvent] = scan.result or []
+        tally: AerTally = scan.result or AerTally()
         paths = [self._path(ctx.sources, gpu) for gpu in known_gpus(ctx.sources)]
         not_judged = []
         if not scan.available:
@@ -40,7 +37,7 @@ class PcieAerImpl:
                 "AER counters are not exposed in sysfs for any GPU path (kernel without AER "
                 "support or ports without the AER capability): only the kernel log was read"
             )
-        summaries = [gpu_summary(p, events) for p in paths]
+        summaries = [gpu_summary(p, tally) for p in paths]
         for summary in summaries:
             if summary["corrected_per_min"] is None:
                 not_judged.append(
@@ -48,10 +45,10 @@ class PcieAerImpl:
                     "(the log's timestamps are not absolute)"
                 )
         return CheckOutput(
-            findings=findings(paths, events, scan.source),
-            metrics=self._metrics(paths, events),
+            findings=findings(paths, tally, scan.source),
+            metrics=self._metrics(paths, tally.count),
             facts={
-                **aer_events(events).facts(lambda e: e.to_fact()),  # the first 1,000, counted
+                **tally.storm.facts(lambda e: e.to_fact()),  # the first 1,000, counted
                 "gpus": summaries,
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },
@@ -83,7 +80,7 @@ class PcieAerImpl:
         path.link_gen_max = parse_gen(sysfs.read_text(f"{ports[-1][1]}/max_link_speed"))
         return path
 
-    def _metrics(self, paths: list[GpuPath], events: Sequence[object]) -> list[Metric]:
+    def _metrics(self, paths: list[GpuPath], events: int) -> list[Metric]:
         metrics = [
             Metric(
                 name="hw.errors",
@@ -95,5 +92,5 @@ class PcieAerImpl:
             for bus, counts in path.counters.items()
             for kind, count in counts.items()
         ]
-        metrics.append(Metric(name="sitscheck.pcie.aer.events", value=len(events), unit="{event}"))
+        metrics.append(Metric(name="sitscheck.pcie.aer.events", value=events, unit="{event}"))
         return metrics

@@ -1,18 +1,19 @@
-"""Pure: map AER events and counters onto GPUs and say what needs no threshold."""
+"""Pure: map AER events and counters onto GPUs and say what needs no threshold.
+
+The events are read as their tally (`tally.AerTally`: per device in error, per uncorrectable
+severity and device), which a storm of any length keeps in bounded memory."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from sitscheck.contract.vanished import vanished_finding
 from sitscheck.gpu.identity import GpuRef
-from sitscheck.kernlog.times import span_minutes
 from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .codes import CODES
-from .parse import AerEvent
+from .tally import EXCERPT, AerTally, BusTally, UncorrectedTally
 
 SEVERITY_OF = {"fatal": Severity.CRITICAL, "nonfatal": Severity.WARNING}
 
@@ -26,25 +27,30 @@ class GpuPath:
     vanished: list[tuple[str, str]] = field(default_factory=list)  # (bus id, folder) gone
 
 
-def events_for(path: GpuPath, events: list[AerEvent]) -> list[AerEvent]:
-    ids = set(path.ports) | ({path.gpu.pci_bus_id} if path.gpu.pci_bus_id else set())
-    return [e for e in events if (e.device or e.reporter) in ids]
+def _ids(path: GpuPath) -> set[str]:
+    return set(path.ports) | ({path.gpu.pci_bus_id} if path.gpu.pci_bus_id else set())
 
 
-def gpu_summary(path: GpuPath, events: list[AerEvent]) -> dict[str, Any]:
-    mine = events_for(path, events)
+def buses_of(path: GpuPath, tally: AerTally) -> list[BusTally]:
+    """The tallies of the devices on the path (events keyed `device or reporter`)."""
+    ids = _ids(path)
+    return [t for bus, t in tally.buses.items() if bus in ids]
+
+
+def gpu_summary(path: GpuPath, tally: AerTally) -> dict[str, Any]:
+    mine = buses_of(path, tally)
     by_severity = {
-        s: sum(1 for e in mine if e.severity == s) for s in ("corrected", "nonfatal", "fatal")
+        s: sum(t.by_severity[s] for t in mine) for s in ("corrected", "nonfatal", "fatal")
     }
-    corrected = [e for e in mine if e.severity == "corrected"]
-    span = span_minutes([e.time for e in corrected])
+    corrected = by_severity["corrected"]
+    span = _span_minutes(mine)
     rate: float | None
     if not corrected:
         rate = 0.0
     elif span is None:
-        rate = None if len(corrected) > 1 else 1.0
+        rate = None if corrected > 1 else 1.0
     else:
-        rate = round(len(corrected) / max(span, 1.0), 3)
+        rate = round(corrected / max(span, 1.0), 3)
     totals = {
         kind: sum(c.get(kind, 0) for c in path.counters.values())
         for kind in ("correctable", "nonfatal", "fatal")
@@ -57,7 +63,7 @@ def gpu_summary(path: GpuPath, events: list[AerEvent]) -> dict[str, Any]:
         "events": by_severity,
         # DPC containments on the path: the port took the link down (whatever the trigger's
         # severity), what makes a GPU fall off the bus on current servers
-        "containments": sum(1 for e in mine if e.containment),
+        "containments": sum(t.containments for t in mine),
         "corrected_per_min": rate,
         "link_gen_max": path.link_gen_max,
         "counters_available": bool(path.counters),
@@ -66,14 +72,26 @@ def gpu_summary(path: GpuPath, events: list[AerEvent]) -> dict[str, Any]:
     }
 
 
-def findings(paths: list[GpuPath], events: list[AerEvent], ref: str) -> list[Finding]:
+def _span_minutes(mine: list[BusTally]) -> float | None:
+    """`times.span_minutes` over the corrected reports' times: minutes between the first and
+    last that read as a point in time; None when fewer than two do."""
+    timed = [t for t in mine if t.timed]
+    if sum(t.timed for t in timed) < 2:
+        return None
+    earliest = min(t.earliest for t in timed if t.earliest is not None)
+    latest = max(t.latest for t in timed if t.latest is not None)
+    return (latest - earliest) / 60.0
+
+
+def findings(paths: list[GpuPath], tally: AerTally, ref: str) -> list[Finding]:
     out: list[Finding] = []
-    owned: set[int] = set()
+    owned: set[str | None] = set()
     for path in paths:
-        mine = events_for(path, events)
-        owned.update(id(e) for e in mine)
+        ids = _ids(path)
+        owned.update(ids)
+        mine = {key: group for key, group in tally.uncorrected.items() if key[1] in ids}
         out.extend(_uncorrectable(mine, path.gpu, path.ports, ref))
-        out.extend(_counter_findings(path, mine))
+        out.extend(_counter_findings(path, buses_of(path, tally)))
         gpu = Device(index=path.gpu.index, pci_bus_id=path.gpu.pci_bus_id)
         out.extend(
             vanished_finding(
@@ -86,23 +104,22 @@ def findings(paths: list[GpuPath], events: list[AerEvent], ref: str) -> list[Fin
             )
             for bus, folder in path.vanished
         )
-    strays = [e for e in events if id(e) not in owned]
+    strays = {key: group for key, group in tally.uncorrected.items() if key[1] not in owned}
     out.extend(_uncorrectable(strays, None, [], ref))
     return out
 
 
 def _uncorrectable(
-    events: list[AerEvent], gpu: GpuRef | None, ports: list[str], ref: str
+    groups: dict[tuple[str, str | None], UncorrectedTally],
+    gpu: GpuRef | None,
+    ports: list[str],
+    ref: str,
 ) -> list[Finding]:
-    groups: dict[tuple[str, str | None], list[AerEvent]] = defaultdict(list)
-    for event in events:
-        if event.severity in SEVERITY_OF:
-            groups[(event.severity, event.device or event.reporter)].append(event)
     out = []
     for (severity, bus), group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        errors = sorted({name for e in group for name in e.errors})
+        errors = sorted(group.errors)
         where = _where(bus, gpu, ports)
-        contained = sum(1 for e in group if e.containment)
+        contained = group.contained
         took_down = (
             f" ({contained} of them DPC containment(s): the port took the link down)"
             if contained
@@ -113,7 +130,7 @@ def _uncorrectable(
                 code=f"pcie_aer.uncorrected_{severity}",
                 severity=SEVERITY_OF[severity],
                 message=(
-                    f"{len(group)} uncorrectable ({severity}) AER report(s) from "
+                    f"{group.count} uncorrectable ({severity}) AER report(s) from "
                     f"{bus or 'an unnamed device'}"
                     f"{where}{took_down}: {', '.join(errors) or 'no error bits printed'}"
                 ),
@@ -132,11 +149,11 @@ def _uncorrectable(
     return out
 
 
-def _counter_findings(path: GpuPath, logged: list[AerEvent]) -> list[Finding]:
+def _counter_findings(path: GpuPath, logged: list[BusTally]) -> list[Finding]:
     out = []
     for kind, severity in (("fatal", Severity.CRITICAL), ("nonfatal", Severity.WARNING)):
         counted = {bus: c.get(kind, 0) for bus, c in path.counters.items() if c.get(kind, 0) > 0}
-        logged_count = sum(1 for e in logged if e.severity == kind)
+        logged_count = sum(t.by_severity[kind] for t in logged)
         total = sum(counted.values())
         if total > logged_count:
             ports = ", ".join(f"{bus}: {n}" for bus, n in sorted(counted.items()))
@@ -165,12 +182,12 @@ def _where(bus: str | None, gpu: GpuRef | None, ports: list[str]) -> str:
     return f" (port above GPU {gpu.index})"
 
 
-def _excerpt(events: list[AerEvent]) -> str:
+def _excerpt(group: UncorrectedTally) -> str:
     lines = [
         f"{e.time or '-'} {e.severity}{' DPC containment' if e.containment else ''}"
         f" {e.type or ''} {e.device or e.reporter} {','.join(e.errors)}"
-        for e in events[:5]
+        for _, e in group.first[:EXCERPT]
     ]
-    if len(events) > 5:
-        lines.append(f"... and {len(events) - 5} more")
+    if group.count > EXCERPT:
+        lines.append(f"... and {group.count - EXCERPT} more")
     return "\n".join(lines)

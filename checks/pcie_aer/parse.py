@@ -28,7 +28,7 @@ facts document (section "aer"); `AerEvent.to_fact()` gives exactly its keys plus
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -36,6 +36,7 @@ from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
+from .tally import AerTally
 
 __all__ = [
     "AER_ANCHORS",
@@ -168,6 +169,8 @@ _CPER_VENDOR = re.compile(
 _MAX_OPEN_HEADERS = 16
 _MAX_OPEN_RECORDS = 16
 _MAX_REMEMBERED = 4096  # distinct line bodies remembered per parse (`_AerState.said`)
+_FLUSH_EVERY = 64  # new reports between two looks for the ones done (`_AerState.flush`)
+_MAX_HELD = 4096  # reports held behind the oldest one still open, at most
 
 # For `iter_candidate_lines`: every report begins with an "AER:" header (all kernels print it
 # before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
@@ -297,27 +300,49 @@ def _has_bit_index(raw_line: str, at: int) -> bool:
 
 def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
     """Every AER report in `lines`, in the order each began."""
-    handler = AerLines()
+    found: dict[int, AerEvent] = {}
+    handler = AerLines(found.__setitem__)
     for line in lines:
         handler.feed(line)
-    return handler.finish()
+    handler.finish()
+    return [found[index] for index in sorted(found)]
+
+
+Sink = Callable[[int, AerEvent], None]  # an event and its place in the log
 
 
 class AerLines:
-    """The pcie_aer check's line handler in the one kernel-log pass (`KernelLogInterest`)."""
+    """The pcie_aer check's line handler in the one kernel-log pass (`KernelLogInterest`).
 
-    def __init__(self) -> None:
-        self._state = _AerState()
+    Each report is handed to `sink` (by default an `AerTally`, what `finish` returns) as soon
+    as no later line can change it, with its place in the log: memory holds the reports still
+    open, not those done."""
+
+    def __init__(self, sink: Sink | None = None) -> None:
+        self.tally: AerTally | None = None
+        if sink is None:
+            self.tally = AerTally()
+            sink = self.tally.add
+        self._state = _AerState(_Resolver(sink))
         self._said = self._state.said
 
     def feed(self, line: KernelLine) -> None:
-        said = self._said.get(line.body)
-        if said is None:
-            said = self._state.remember(line.body)
-        said.apply(self._state, line)
+        self.feed_text(line.body, line.time)
 
-    def finish(self) -> list[AerEvent]:
-        return self._state.events()
+    def feed_text(self, body: str, time: str | None) -> None:
+        """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
+        state = self._state
+        said = self._said.get(body)
+        if said is None:
+            said = state.remember(body)
+        said.apply(state, time)
+        if len(state.slots) >= state.flush_at:
+            state.flush()
+
+    def finish(self) -> AerTally | None:
+        """The tally (None when the events went to a sink of the caller's)."""
+        self._state.flush(final=True)
+        return self.tally
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,8 +460,10 @@ _Slot = _Header | _Block | _Section
 class _AerState:
     """The stream state: reports in order of their first line, and what is still open."""
 
-    def __init__(self) -> None:
-        self.slots: list[_Slot] = []
+    def __init__(self, resolver: _Resolver) -> None:
+        self.resolver = resolver
+        self.slots: list[_Slot] = []  # reports not yet handed on, in order of their first line
+        self.flush_at = _FLUSH_EVERY
         self.open_blocks: dict[str | None, _Block] = {}
         self.open_headers: dict[str | None, _Header] = {}  # by reporter, oldest first
         self.records: dict[str, _Record] = {}
@@ -464,9 +491,9 @@ class _AerState:
         said = self.said[body] = _parse_line(body)
         return said
 
-    def start_block(self, said: _DetailLine, line: KernelLine, severity: str | None) -> _Block:
+    def start_block(self, said: _DetailLine, time: str | None, severity: str | None) -> _Block:
         device = said.device
-        block = _Block(device, line.time)
+        block = _Block(device, time)
         header = self._header_for(said, severity)
         if header is not None:
             header.blocks.append(block)
@@ -494,15 +521,15 @@ class _AerState:
                 return header
         return None
 
-    def cper(self, line: KernelLine) -> None:
-        match = _CPER.search(line.body)
-        if match is None or not line.body.lstrip().startswith(("{", "[Hardware Error]")):
+    def cper(self, body: str, time: str | None) -> None:
+        match = _CPER.search(body)
+        if match is None or not body.lstrip().startswith(("{", "[Hardware Error]")):
             return
         key = match.group("rec") or ""
         text = match.group("text").strip()
         record = self.records.get(key)
         if record is None or text.startswith("Hardware error from"):
-            record = _Record(line.time)
+            record = _Record(time)
             self.records.pop(key, None)
             self.records[key] = record
             if len(self.records) > _MAX_OPEN_RECORDS:  # {N} grows with every record
@@ -511,25 +538,77 @@ class _AerState:
 
     # -- results -------------------------------------------------------------------------------
 
-    def events(self) -> list[AerEvent]:
-        """The events of the reports read, which are let go of one by one as they are turned
-        into events (an error storm's worth of them need not all be kept, nor be traversed by
-        the garbage collector, while its events are made)."""
-        items: list[_Item] = []
-        slots, self.slots = self.slots, []
-        slots.reverse()
-        while slots:
-            slot = slots.pop()
+    def flush(self, final: bool = False) -> None:
+        """Hand on the reports no later line can change, from the oldest (all of them when
+        `final`). A report held open while `_MAX_HELD` later ones are done is closed: a line
+        that would still have joined it then starts a report of its own."""
+        slots = self.slots
+        if final:
+            done = len(slots)
+        else:
+            live = self._live()
+            done = 0
+            while done < len(slots) and not _is_live(slots[done], live):
+                done += 1
+            while done == 0 and len(slots) > _MAX_HELD:
+                self._close(slots[0])
+                live = self._live()
+                while done < len(slots) and not _is_live(slots[done], live):
+                    done += 1
+        push = self.resolver.push
+        for slot in slots[:done]:
             if isinstance(slot, _Header):
                 for block in slot.blocks:
-                    items.append(_block_item(block, slot))
+                    push(_block_item(block, slot))
                 if not slot.blocks:
-                    items.append(_header_item(slot))
+                    push(_header_item(slot))
             elif isinstance(slot, _Block):
-                items.append(_block_item(slot, None))
+                push(_block_item(slot, None))
             else:
-                items.append(_section_item(slot))
-        return _resolve_severities(items)
+                push(_section_item(slot))
+        del slots[:done]
+        self.flush_at = len(slots) + _FLUSH_EVERY
+        if final:
+            self.resolver.finish()
+
+    def _live(self) -> set[int]:
+        """The ids of the reports a later line may still change."""
+        live = {id(header) for header in self.open_headers.values()}
+        live.update(id(block) for block in self.open_blocks.values())
+        live.update(id(r.current) for r in self.records.values() if r.current is not None)
+        for waiting in self.sections_by_device.values():
+            live.update(id(section) for section in waiting)
+        return live
+
+    def _close(self, slot: _Slot) -> None:
+        """Let no later line change `slot`."""
+        if isinstance(slot, _Header):
+            if self.open_headers.get(slot.reporter) is slot:
+                del self.open_headers[slot.reporter]
+            blocks = slot.blocks
+        elif isinstance(slot, _Block):
+            blocks = [slot]
+        else:
+            for record in self.records.values():
+                if record.current is slot:
+                    record.current = None
+            for waiting in self.sections_by_device.values():
+                if slot in waiting:
+                    waiting.remove(slot)
+            blocks = [slot.merged] if slot.merged is not None else []
+        for block in blocks:
+            if self.open_blocks.get(block.device) is block:
+                del self.open_blocks[block.device]
+
+
+def _is_live(slot: _Slot, live: set[int]) -> bool:
+    if id(slot) in live:
+        return True
+    if isinstance(slot, _Header):
+        return any(id(block) in live for block in slot.blocks)
+    if isinstance(slot, _Section):
+        return slot.merged is not None and id(slot.merged) in live
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,7 +620,7 @@ def _parse_line(body: str) -> _Line:
     if not might_be_aer(body):
         return _NOTHING
     if "[Hardware Error]" in body:
-        return _CPER_LINE
+        return _CperLine(body)
     prefix = _DEV_PREFIX.match(body)
     device: str | None
     if prefix is not None:
@@ -574,21 +653,23 @@ class _Nothing:
 
     __slots__ = ()
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         pass
 
 
 class _CperLine:
     """A firmware-first "{N}[Hardware Error]: ..." line: read with its record's state."""
 
-    __slots__ = ()
+    __slots__ = ("body",)
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
-        state.cper(line)
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+    def apply(self, state: _AerState, time: str | None) -> None:
+        state.cper(self.body, time)
 
 
 _NOTHING = _Nothing()
-_CPER_LINE = _CperLine()
 
 
 class _HeaderLine:
@@ -614,8 +695,8 @@ class _HeaderLine:
         match = _HEADER.search(rest)
         return _NOTHING if match is None else _HeaderLine(reporter, match)
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
-        header = _Header(self.reporter, self.domain, line.time)
+    def apply(self, state: _AerState, time: str | None) -> None:
+        header = _Header(self.reporter, self.domain, time)
         header.severity = self.severity
         header.multiple = self.multiple
         header.source = self.source
@@ -685,8 +766,8 @@ class _DpcEventLine:
         self.named = named
         self.source = source
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
-        header = _Header(self.port, self.domain, line.time)
+    def apply(self, state: _AerState, time: str | None) -> None:
+        header = _Header(self.port, self.domain, time)
         header.severity = self.severity
         header.source = self.source
         header.dpc = _DpcState(self.named)
@@ -704,13 +785,13 @@ class _DpcTriggerLine:
         self.domain = _domain(port)
         self.severity = severity
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         header = state.open_headers.get(self.port)
         if header is not None and header.dpc is not None and not header.dpc.named:
             header.severity = self.severity
             header.dpc.named = True
             return
-        orphan = _Header(self.port, self.domain, line.time)
+        orphan = _Header(self.port, self.domain, time)
         orphan.severity = self.severity
         orphan.dpc = _DpcState(True)
         state.open_header(orphan)
@@ -736,13 +817,13 @@ class _NoDetailsLine:
     def parse(reporter: str | None, rest: str) -> _Line:
         return _NoDetailsLine(reporter, _NO_DETAILS.match(rest))
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         header = state.open_headers.get(self.reporter)
         if header is not None and not header.blocks:
             if header.source_id is None or header.source_id == self.source_id:
                 return  # the header's own "no details" note: part of its event
         # its header was cut off: the note stands for it
-        orphan = _Header(self.reporter, self.domain, line.time)
+        orphan = _Header(self.reporter, self.domain, time)
         orphan.source = self.source
         orphan.source_id = self.source_id
         state.slots.append(orphan)
@@ -776,10 +857,10 @@ class _BusErrorLine(_DetailLine):
     def parse(device: str | None, rest: str) -> _Line:
         return _BusErrorLine(device, _BUS_ERROR.match(rest))
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or block.has_details():
-            block = state.start_block(self, line, self.severity)
+            block = state.start_block(self, time, self.severity)
         block.bus_line = True
         block.severity = self.severity
         if self.has_type:
@@ -802,10 +883,10 @@ class _StatusLine(_DetailLine):
         match = _STATUS.match(rest)
         return _NOTHING if match is None else _StatusLine(device, match)
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or block.status is not None or block.bits:
-            block = state.start_block(self, line, None)
+            block = state.start_block(self, time, None)
         block.vendor_device = self.vendor_device
         block.status = self.status
         block.mask = self.mask
@@ -826,10 +907,10 @@ class _BitLine(_DetailLine):
         match = _BIT.match(rest)
         return _NOTHING if match is None else _BitLine(device, match)
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         block = state.open_blocks.get(self.device)
         if block is None or (block.bits and self.bit[0] <= block.bits[-1][0]):
-            block = state.start_block(self, line, None)
+            block = state.start_block(self, time, None)
         block.bits += self.bits
 
 
@@ -856,8 +937,8 @@ class _GhesStatusLine:
         self.status = int(match.group("status"), 16)
         self.mask = int(match.group("mask"), 16)
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
-        block = _Block(self.device, line.time)
+    def apply(self, state: _AerState, time: str | None) -> None:
+        block = _Block(self.device, time)
         block.bus_line = True
         block.status = self.status
         block.mask = self.mask
@@ -878,7 +959,7 @@ class _GhesLayerLine:
         self.device = device
         self.layer = layer
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         block = state.open_blocks.get(self.device)
         if block is not None:
             block.layer = self.layer
@@ -892,7 +973,7 @@ class _GhesSeverityLine:
     def __init__(self, device: str | None) -> None:
         self.device = device
 
-    def apply(self, state: _AerState, line: KernelLine) -> None:
+    def apply(self, state: _AerState, time: str | None) -> None:
         block = state.open_blocks.get(self.device)
         if block is not None:
             block.uncorrectable_hint = True
@@ -975,7 +1056,7 @@ _KNOWN_SEVERITY: dict[str | None, Severity] = {
 class _Draft:
     """An event in the making: `item()` is the event once its severity is known, else the
     draft, whose severity is provisional (`_UNCORRECTABLE` or None) until
-    `_resolve_severities` takes it from the reports around it."""
+    `_Resolver` takes it from the reports around it."""
 
     time: str | None
     reporter: str | None
@@ -1082,33 +1163,124 @@ def _severity_from_names(block: _Block) -> str | None:
     return None
 
 
-def _resolve_severities(items: list[_Item]) -> list[AerEvent]:
-    """Severity is never null: take it from the nearest report on the same device (drafts in
-    order, each seeing the severities of those resolved before it)."""
-    for index, draft in enumerate(items):
-        if isinstance(draft, AerEvent):
-            continue
-        wanted = ("nonfatal", "fatal") if draft.severity == _UNCORRECTABLE else None
-        found = _nearest_severity(items, index, wanted)
-        if found is not None:
-            draft.severity = found
+# A report's place in the log and its severity: the candidates `_Resolver` weighs.
+_Mark = tuple[int, str]
+
+
+class _Pending:
+    """A draft waiting for the reports after it: the nearest known one before it (of every
+    severity, and uncorrectable) when it came, and the first known one after it, once seen."""
+
+    __slots__ = ("after_any", "after_uncorrectable", "before_any", "before_uncorrectable",
+                 "draft", "index")  # fmt: skip
+
+    def __init__(self, index: int, draft: _Draft, before: tuple[_Mark | None, _Mark | None]):
+        self.index = index
+        self.draft = draft
+        self.before_any, self.before_uncorrectable = before
+        self.after_any: _Mark | None = None
+        self.after_uncorrectable: _Mark | None = None
+
+
+class _Resolver:
+    """Severity is never null: a draft takes it from the nearest report on the same device,
+    in the log's order of events (the later one first at equal distance); drafts are settled
+    in order, each seeing the severities of those settled before it, and only reports whose
+    severity the log printed count after it. Events go to `sink` with their place as soon as
+    they are settled; only the drafts of a device still waiting are held, with the last
+    known report of each device (memory grows with the devices, not the events)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.index = -1  # the place of the last event pushed
+        self.known: dict[str, tuple[_Mark | None, _Mark | None]] = {}  # device -> last known
+        self.settled: dict[str, tuple[_Mark | None, _Mark | None]] = {}  # last draft settled
+        self.waiting: dict[str, list[_Pending]] = {}
+
+    def push(self, item: _Item) -> None:
+        self.index += 1
+        index = self.index
+        device = item.device
+        if isinstance(item, AerEvent):
+            self.sink(index, item)
+            if device is None:
+                return
+            severity = item.severity
+            mark = (index, severity)
+            _, last_uncorrectable = self.known.get(device, (None, None))
+            uncorrectable = severity != "corrected"
+            self.known[device] = (mark, mark if uncorrectable else last_uncorrectable)
+            waiting = self.waiting.get(device)
+            if waiting:
+                for pending in waiting:
+                    if pending.after_any is None:
+                        pending.after_any = mark
+                    if uncorrectable and pending.after_uncorrectable is None:
+                        pending.after_uncorrectable = mark
+        elif device is None:
+            self._settle_as(index, item, None)
         else:
-            draft.severity = "nonfatal" if draft.severity == _UNCORRECTABLE else "corrected"
-    return [item if isinstance(item, AerEvent) else item.event() for item in items]
+            pending = _Pending(index, item, self.known.get(device, (None, None)))
+            self.waiting.setdefault(device, []).append(pending)
+        if self.waiting:
+            self._settle(final=False)
 
+    def finish(self) -> None:
+        self._settle(final=True)
 
-def _nearest_severity(items: list[_Item], index: int, wanted: tuple[str, ...] | None) -> str | None:
-    device = items[index].device
-    if device is None:
+    def _settle(self, final: bool) -> None:
+        for device in list(self.waiting):
+            waiting = self.waiting[device]
+            while waiting:
+                found = self._severity(device, waiting[0], final)
+                if found is None:
+                    break
+                pending = waiting.pop(0)
+                self._settle_as(pending.index, pending.draft, found)
+            if not waiting:
+                del self.waiting[device]
+
+    def _severity(self, device: str, pending: _Pending, final: bool) -> str | None:
+        """The draft's severity, or None while the reports after it may still decide it."""
+        uncorrectable = pending.draft.severity == _UNCORRECTABLE
+        settled_any, settled_uncorrectable = self.settled.get(device, (None, None))
+        if uncorrectable:
+            before = _later(pending.before_uncorrectable, settled_uncorrectable)
+            after = pending.after_uncorrectable
+        else:
+            before = _later(pending.before_any, settled_any)
+            after = pending.after_any
+        index = pending.index
+        if after is not None:
+            if before is None or after[0] - index <= index - before[0]:
+                return after[1]
+            return before[1]
+        if before is not None and (final or self.index >= 2 * index - before[0]):
+            return before[1]
+        if final:
+            return "nonfatal" if uncorrectable else "corrected"
         return None
-    known = ("corrected", "nonfatal", "fatal") if wanted is None else wanted
-    for distance in range(1, len(items)):
-        for other in (index + distance, index - distance):
-            if 0 <= other < len(items):
-                candidate = items[other]
-                if candidate.device == device and candidate.severity in known:
-                    return candidate.severity
-    return None
+
+    def _settle_as(self, index: int, draft: _Draft, severity: str | None) -> None:
+        if severity is None:  # no device: nothing near to take it from
+            severity = "nonfatal" if draft.severity == _UNCORRECTABLE else "corrected"
+        draft.severity = severity
+        if draft.device is not None:
+            mark = (index, severity)
+            _, last_uncorrectable = self.settled.get(draft.device, (None, None))
+            self.settled[draft.device] = (
+                mark,
+                mark if severity != "corrected" else last_uncorrectable,
+            )
+        self.sink(index, draft.event())
+
+
+def _later(one: _Mark | None, other: _Mark | None) -> _Mark | None:
+    if one is None:
+        return other
+    if other is None:
+        return one
+    return one if one[0] > other[0] else other
 
 
 def _final_severity(value: str | None) -> Severity:

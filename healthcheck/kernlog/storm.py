@@ -5,13 +5,13 @@ is fed events one at a time in log order (by a parser as it finishes them, or fr
 and keeps the first `limit` of them, the number of events, and one `Group` per key (for AER
 device, severity, type, errors; for Xid device, xid, sxid) with its count and the times of
 its first and last event: memory grows with the number of distinct groups, not of events.
+Each event may come with its place in the log, so a parser may settle events out of order.
 `facts()` gives the "Storms" section of facts.md: `events`, `event_count`, `groups`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -21,20 +21,37 @@ MAX_EVENTS = 1000
 E = TypeVar("E")
 
 
-@dataclass
 class Group:
     """The events of one key: how many, and the log's times of the first and the last."""
 
-    key: tuple[Hashable, ...]
-    count: int
-    first: str | None
-    last: str | None
-    earliest: float | None  # the smallest and largest time on one axis (`times.seconds`)
-    latest: float | None
+    __slots__ = ("count", "earliest", "first", "first_at", "key", "last", "last_at", "latest")
+
+    def __init__(self, key: tuple[Hashable, ...], index: int, when: str | None, at: float | None):
+        self.key = key
+        self.count = 1
+        self.first = self.last = when  # the times of the first and the last event, as given
+        self.first_at = self.last_at = index  # their places in the log
+        self.earliest = self.latest = at  # the smallest and largest time (`times.seconds`)
+
+    def add(self, index: int, when: str | None, at: float | None) -> None:
+        self.count += 1
+        if index > self.last_at:
+            self.last_at, self.last = index, when
+        elif index < self.first_at:
+            self.first_at, self.first = index, when
+        if at is not None:
+            if self.earliest is None or at < self.earliest:
+                self.earliest = at
+            if self.latest is None or at > self.latest:
+                self.latest = at
 
 
 class BoundedEvents(Generic[E]):
-    """The first `limit` events, their number, and their groups by `key`."""
+    """The first `limit` events, their number, and their groups by `key`.
+
+    Events come with their place in the log (`index`, default: in the order added); a parser
+    that settles some events later than others (an AER report whose severity the reports after
+    it decide) hands them on out of order, and the facts are still those of log order."""
 
     def __init__(
         self,
@@ -45,37 +62,46 @@ class BoundedEvents(Generic[E]):
     ) -> None:
         self.fields = fields
         self._key, self._time, self._limit = key, time, limit
-        self.kept: list[E] = []
+        self._kept: dict[int, E] = {}  # index -> event, for the first `limit` places
         self.count = 0
         self.groups: dict[tuple[Hashable, ...], Group] = {}
 
-    def add(self, event: E) -> None:
-        self.count += 1
-        if len(self.kept) < self._limit:
-            self.kept.append(event)
-        key = self._key(event)
+    @property
+    def kept(self) -> list[E]:
+        return [self._kept[index] for index in sorted(self._kept)]
+
+    def add(self, event: E, index: int | None = None) -> None:
         when = self._time(event)
-        at = seconds(when)
+        place = self.count if index is None else index
+        self.add_keyed(place, event, self._key(event), when, seconds(when))
+
+    def add_keyed(
+        self, index: int, event: E, key: tuple[Hashable, ...], when: str | None, at: float | None
+    ) -> None:
+        """`add`, with the key and the time (`times.seconds`) the caller already has."""
+        self.count += 1
+        if index < self._limit:
+            self._kept[index] = event
         group = self.groups.get(key)
         if group is None:
-            self.groups[key] = Group(key, 1, when, when, at, at)
-            return
-        group.count += 1
-        group.last = when
-        if at is not None:
-            group.earliest = at if group.earliest is None else min(group.earliest, at)
-            group.latest = at if group.latest is None else max(group.latest, at)
+            self.groups[key] = Group(key, index, when, at)
+        else:
+            group.add(index, when, at)
 
     def extend(self, events: Iterable[E]) -> BoundedEvents[E]:
         for event in events:
             self.add(event)
         return self
 
+    def ordered_groups(self) -> list[Group]:
+        """The groups in the order of their first event."""
+        return sorted(self.groups.values(), key=lambda g: g.first_at)
+
     def facts(self, to_fact: Callable[[E], dict[str, object]]) -> dict[str, object]:
         return {
             "events": [to_fact(e) for e in self.kept],
             "event_count": self.count,
-            "groups": [self.group_fact(g) for g in self.groups.values()],
+            "groups": [self.group_fact(g) for g in self.ordered_groups()],
         }
 
     def group_fact(self, group: Group) -> dict[str, object]:

@@ -1,0 +1,110 @@
+"""Pure: what the pcie_aer judges and facts read of the AER events, counted as they come.
+
+An error storm is hundreds of thousands of reports; `AerTally` is handed each event once, with
+its place in the log (`add`), and keeps what `judge` reads: per device in error (`device or
+reporter`, the key the judges map onto GPU paths) the reports by severity, the DPC
+containments and the span of the corrected reports' times; per uncorrectable (severity,
+device) the count, the error bits, the containments and the first reports (the excerpt); and
+the storm facts (`kernlog.storm`: the first 1,000 events, groups). Memory grows with the
+number of devices and groups, not of events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from sitscheck.kernlog.storm import BoundedEvents, aer_events
+from sitscheck.kernlog.times import seconds
+
+if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`)
+    from .parse import AerEvent
+
+EXCERPT = 5  # reports quoted in a finding's excerpt
+UNCORRECTABLE = ("nonfatal", "fatal")
+
+
+class BusTally:
+    """The reports of one device in error (`device or reporter`)."""
+
+    __slots__ = ("by_severity", "containments", "corrected", "earliest", "latest", "timed")
+
+    def __init__(self) -> None:
+        self.by_severity = {"corrected": 0, "nonfatal": 0, "fatal": 0}
+        self.containments = 0
+        self.corrected = 0
+        self.timed = 0  # corrected reports whose time reads as a point on one axis
+        self.earliest: float | None = None
+        self.latest: float | None = None
+
+
+class UncorrectedTally:
+    """The uncorrectable reports of one (severity, device): a finding."""
+
+    __slots__ = ("contained", "count", "errors", "first")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.contained = 0
+        self.errors: set[str] = set()
+        self.first: list[tuple[int, AerEvent]] = []  # the first EXCERPT, by place in the log
+
+
+class AerTally:
+    """Every AER event of a log, counted; see the module's docstring."""
+
+    def __init__(self) -> None:
+        self.storm: BoundedEvents[AerEvent] = aer_events()
+        self.buses: dict[str | None, BusTally] = {}
+        self.uncorrected: dict[tuple[str, str | None], UncorrectedTally] = {}
+
+    @classmethod
+    def of(cls, events: Iterable[AerEvent]) -> AerTally:
+        """The tally of events in log order."""
+        tally = cls()
+        for index, event in enumerate(events):
+            tally.add(index, event)
+        return tally
+
+    @property
+    def count(self) -> int:
+        return self.storm.count
+
+    def add(self, index: int, event: AerEvent) -> None:
+        """One event and its place in the log (events may come out of order)."""
+        when = event.time
+        at = seconds(when)
+        severity = event.severity
+        self.storm.add_keyed(
+            index, event, (event.device, severity, event.type, event.errors), when, at
+        )
+        bus = event.device or event.reporter
+        tally = self.buses.get(bus)
+        if tally is None:
+            tally = self.buses[bus] = BusTally()
+        tally.by_severity[severity] += 1
+        contained = event.containment
+        if contained:
+            tally.containments += 1
+        if severity == "corrected":
+            tally.corrected += 1
+            if at is not None:
+                tally.timed += 1
+                if tally.earliest is None or at < tally.earliest:
+                    tally.earliest = at
+                if tally.latest is None or at > tally.latest:
+                    tally.latest = at
+            return
+        group = self.uncorrected.get((severity, bus))
+        if group is None:
+            group = self.uncorrected[(severity, bus)] = UncorrectedTally()
+        group.count += 1
+        if contained:
+            group.contained += 1
+        group.errors.update(event.errors)
+        first = group.first
+        if len(first) < EXCERPT or index < first[-1][0]:
+            first.append((index, event))
+            if len(first) > 1 and first[-2][0] > index:
+                first.sort(key=lambda pair: pair[0])
+            del first[EXCERPT:]
