@@ -5,12 +5,11 @@ from __future__ import annotations
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, kernel_log_skip
 from sitscheck.gpu.identity import known_gpus
-from sitscheck.kernlog.storm import xid_events
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 
 from .judge import findings, gpu_summaries, group_events
-from .parse import XidEvent
+from .tally import XidTally
 
 
 class XidImpl:
@@ -23,15 +22,15 @@ class XidImpl:
         scan = ctx.kernel_log()
         if not scan.available:
             return CheckOutput(error=f"kernel log could not be read: {scan.reason}")
-        events: list[XidEvent] = scan.result
+        tally: XidTally = scan.result
         gpus = known_gpus(ctx.sources)
-        groups = group_events(events)
+        groups = group_events(tally)
         return CheckOutput(
             findings=findings(groups, gpus, self._recovery(ctx), scan.source),
             metrics=[
                 Metric(
                     name="sitscheck.gpu.xid.events",
-                    value=len(group.events),
+                    value=group.count,
                     unit="{event}",
                     labels={
                         "xid": str(group.code),
@@ -42,7 +41,7 @@ class XidImpl:
                 for group in groups
             ],
             facts={
-                **xid_events(events).facts(lambda e: e.to_fact()),  # the first 1,000, counted
+                **tally.storm.facts(lambda e: e.to_fact()),  # the first 1,000, counted
                 "gpus": gpu_summaries(groups, gpus),
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },

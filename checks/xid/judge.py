@@ -1,19 +1,21 @@
-"""Pure: group Xid events into findings with the catalog's meaning and action."""
+"""Pure: group Xid events into findings with the catalog's meaning and action.
+
+The events are read as their tally (`tally.XidTally`, one group per device and code), which a
+storm of any length keeps in bounded memory."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 from sitscheck.gpu.identity import GpuRef, gpu_for_bus
 from sitscheck.models import Device, Evidence, Finding, Severity
 
-from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
+from .catalog import XidInfo
 from .codes import ACTION_TEXT
 from .parse import XidEvent
+from .tally import EXCERPT, FALLEN_OFF_BUS, XidTally
 
-FALLEN_OFF_BUS = 79
 # NVML's nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) values.
 NVML_RECOVERY = {1: "reset_gpu", 2: "reboot_node", 3: "drain_p2p", 4: "drain_and_reset"}
 _SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}
@@ -24,39 +26,20 @@ class Group:
     device: str | None
     code: int
     kind: str  # "xid" | "sxid"
-    events: list[XidEvent]
+    count: int
+    first: list[XidEvent]  # the first reports (`tally.EXCERPT`), in log order
+    last: XidEvent
     info: XidInfo
     sympathetic_to: str | None = None
 
 
-def group_events(events: list[XidEvent]) -> list[Group]:
-    groups: dict[tuple[str | None, str, int], list[XidEvent]] = defaultdict(list)
-    for event in events:
-        if event.sxid is not None:
-            groups[(event.device, "sxid", event.sxid)].append(event)
-        else:
-            groups[(event.device, "xid", event.xid or FALLEN_OFF_BUS)].append(event)
-    out = []
-    for (device, kind, code), members in groups.items():
-        info = lookup_sxid(code) if kind == "sxid" else _assess(code, members)
-        out.append(Group(device, code, kind, members, info))
+def group_events(tally: XidTally) -> list[Group]:
+    out = [
+        Group(g.device, g.code, g.kind, g.count, list(g.first), g.last, g.info)
+        for g in tally.ordered()
+    ]
     _mark_sympathetic(out)
     return out
-
-
-def _assess(code: int, members: list[XidEvent]) -> XidInfo:
-    worst = lookup_xid(code)
-    for event in members:
-        info = assess_xid(code, event.message)
-        if _rank(info.severity) > _rank(worst.severity):
-            worst = info
-        elif code == 154 and info.action != worst.action:
-            worst = info
-    return worst
-
-
-def _rank(severity: str) -> int:
-    return {"info": 0, "warning": 1, "critical": 2}.get(severity, 1)
 
 
 def _mark_sympathetic(groups: list[Group]) -> None:
@@ -92,7 +75,7 @@ def findings(
         if nvml_action is not None:
             action = nvml_action  # type: ignore[assignment]
         label = "SXid" if group.kind == "sxid" else "Xid"
-        last = group.events[-1]
+        last = group.last
         where = (
             f"GPU {gpu.index} ({group.device})" if gpu else (group.device or "an unnamed device")
         )
@@ -103,13 +86,13 @@ def findings(
                 code=f"{group.kind}.{group.code}",
                 severity=severity,
                 message=(
-                    f"{label} {group.code} ({group.info.name}) ×{len(group.events)} on {where}: "
+                    f"{label} {group.code} ({group.info.name}) ×{group.count} on {where}: "
                     f"{group.info.meaning}{note}. Last: {last.message[:160]}"
                 ),
                 device=Device(index=gpu.index, pci_bus_id=gpu.pci_bus_id, name=gpu.name)
                 if gpu
                 else (Device(pci_bus_id=group.device) if group.device else None),
-                evidence=[Evidence(source="kernel log", ref=ref, excerpt=_excerpt(group.events))],
+                evidence=[Evidence(source="kernel log", ref=ref, excerpt=_excerpt(group))],
                 action=ACTION_TEXT.get(action, action) + override,
             )
         )
@@ -125,7 +108,7 @@ def gpu_summaries(groups: list[Group], gpus: list[GpuRef]) -> list[dict[str, Any
                 "index": gpu.index,
                 "pci_bus_id": gpu.pci_bus_id,
                 "name": gpu.name,
-                "xids": {str(g.code): len(g.events) for g in mine},
+                "xids": {str(g.code): g.count for g in mine},
                 "critical": any(g.info.severity == "critical" for g in mine),
                 "fallen_off_bus": any(g.code == FALLEN_OFF_BUS for g in mine),
             }
@@ -133,10 +116,10 @@ def gpu_summaries(groups: list[Group], gpus: list[GpuRef]) -> list[dict[str, Any
     return out
 
 
-def _excerpt(events: list[XidEvent]) -> str:
-    rows = [f"{e.time or '-'} {e.device} {_code(e)}: {e.message[:200]}" for e in events[:3]]
-    if len(events) > 3:
-        rows.append(f"... {len(events) - 3} more")
+def _excerpt(group: Group) -> str:
+    rows = [f"{e.time or '-'} {e.device} {_code(e)}: {e.message[:200]}" for e in group.first]
+    if group.count > EXCERPT:
+        rows.append(f"... {group.count - EXCERPT} more")
     return "\n".join(rows)
 
 

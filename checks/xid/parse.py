@@ -25,13 +25,14 @@ project's facts document (section "xid"); `XidEvent.to_fact()` gives them plus `
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
+from .tally import XidTally
 
 __all__ = ["XID_ANCHORS", "XidEvent", "XidLines", "might_be_xid", "parse_xid"]
 
@@ -93,26 +94,45 @@ def might_be_xid(raw_line: str) -> bool:
 
 
 def parse_xid(lines: Iterable[KernelLine]) -> list[XidEvent]:
-    """Every Xid/SXid/fallen-off-the-bus event in `lines`, in order."""
-    handler = XidLines()
+    """Every Xid/SXid/fallen-off-the-bus event in `lines`, in order (with all their details)."""
+    state = _XidState(None)
     for line in lines:
-        handler.feed(line)
-    return handler.finish()
+        body = line.body
+        if "Xid" in body or "NVRM" in body or _FALLEN in body:  # `might_be_xid`, inlined
+            state.feed(body, line.time)
+    return [draft.event() for draft in state.drafts]
+
+
+Sink = Callable[[int, XidEvent], None]  # an event and its place in the log
 
 
 class XidLines:
-    """The xid check's line handler in the one kernel-log pass (`KernelLogInterest`)."""
+    """The xid check's line handler in the one kernel-log pass (`KernelLogInterest`).
 
-    def __init__(self) -> None:
-        self._state = _XidState()
+    Each event is handed to `sink` (by default an `XidTally`, what `finish` returns) with its
+    place in the log once no later line can change its facts: when the next event of its
+    device begins (a fallen-off message pairs only with the last event of its device), or at
+    the end. Its `details` are those read by then (no fact nor judge reads them)."""
+
+    def __init__(self, sink: Sink | None = None) -> None:
+        self.tally: XidTally | None = None
+        if sink is None:
+            self.tally = XidTally()
+            sink = self.tally.add
+        self._state = _XidState(sink)
 
     def feed(self, line: KernelLine) -> None:
-        body = line.body
-        if "Xid" in body or "NVRM" in body or _FALLEN in body:  # `might_be_xid`, inlined
-            self._state.feed(line)
+        self.feed_text(line.body, line.time)
 
-    def finish(self) -> list[XidEvent]:
-        return [draft.event() for draft in self._state.drafts]
+    def feed_text(self, body: str, time: str | None) -> None:
+        """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
+        if "Xid" in body or "NVRM" in body or _FALLEN in body:  # `might_be_xid`, inlined
+            self._state.feed(body, time)
+
+    def finish(self) -> XidTally | None:
+        """The tally (None when the events went to a sink of the caller's)."""
+        self._state.finish()
+        return self.tally
 
 
 class _Draft:
@@ -122,6 +142,7 @@ class _Draft:
         "device",
         "falls",
         "gpu_instance",
+        "index",
         "message",
         "paired",
         "pid",
@@ -144,6 +165,7 @@ class _Draft:
         self.details: list[str] = []
         self.falls = False  # an Xid 79 or a fallen-off-the-bus message
         self.paired = False  # already counted together with its Xid 79 / message
+        self.index = 0  # its place among the log's events
 
     def event(self) -> XidEvent:
         return XidEvent(
@@ -173,7 +195,12 @@ class _PendingFall:
 
 
 class _XidState:
-    def __init__(self) -> None:
+    """The stream's state; with a `sink`, each event is handed on as soon as it is done (see
+    `XidLines`), else every draft is kept (`drafts`, for `parse_xid`)."""
+
+    def __init__(self, sink: Sink | None) -> None:
+        self.sink = sink
+        self.count = 0
         self.drafts: list[_Draft] = []
         self.last_by_device: dict[str | None, _Draft] = {}
         # the open SXid report of each (switch, SXid): its detail lines join it
@@ -181,29 +208,35 @@ class _XidState:
         self.pending: _PendingFall | None = None
         self.attach: _Draft | None = None
 
-    def feed(self, line: KernelLine) -> None:
+    def feed(self, body: str, time: str | None) -> None:
         """One line `might_be_xid` keeps (`parse_xid` feeds no other)."""
-        body = line.body
         if "Xid (" in body:
-            if self._sxid(line) or self._xid(line):
+            if self._sxid(body, time) or self._xid(body, time):
                 return
         nvrm = _nvrm_text(body)
-        if self.pending is not None and self._continue_fall(self.pending, line, nvrm):
+        if self.pending is not None and self._continue_fall(self.pending, body, nvrm):
             return
         if _FALLEN in body:
-            self._fallen(line.time, _bdf_in(body), nvrm if nvrm is not None else body.strip())
+            self._fallen(time, _bdf_in(body), nvrm if nvrm is not None else body.strip())
             return
         if nvrm is not None and nvrm.startswith(_FALL_START):
-            self.pending = _PendingFall(_bdf_in(nvrm), line.time, nvrm)
+            self.pending = _PendingFall(_bdf_in(nvrm), time, nvrm)
             self.attach = None
             return
         self._continuation(nvrm)
 
-    def _xid(self, line: KernelLine) -> bool:
-        match = _XID.search(line.body)
+    def finish(self) -> None:
+        """Hand on the events still open (the last of each device), in log order."""
+        if self.sink is not None:
+            for draft in sorted(self.last_by_device.values(), key=lambda d: d.index):
+                self.sink(draft.index, draft.event())
+            self.last_by_device.clear()
+
+    def _xid(self, body: str, time: str | None) -> bool:
+        match = _XID.search(body)
         if match is None:
             return False
-        draft = _Draft(_device(match.group("addr")), line.time, "")
+        draft = _Draft(_device(match.group("addr")), time, "")
         draft.xid = int(match.group("code"))
         _mig(draft, match.group("attr"))
         draft.pid, draft.process, draft.message = _pid_name_message(match.group("rest") or "")
@@ -216,8 +249,8 @@ class _XidState:
         self._add(draft)
         return True
 
-    def _sxid(self, line: KernelLine) -> bool:
-        match = _SXID.search(line.body)
+    def _sxid(self, body: str, time: str | None) -> bool:
+        match = _SXID.search(body)
         if match is None:
             return False
         device = _device(match.group("addr"))
@@ -231,7 +264,7 @@ class _XidState:
                     report.details.append(rest)
                 self.attach = report
                 return True
-        draft = _Draft(device, line.time, rest)
+        draft = _Draft(device, time, rest)
         draft.sxid = code
         self._add(draft)
         self.sxid_reports[key] = draft
@@ -248,9 +281,9 @@ class _XidState:
             return
         self._add(draft)
 
-    def _continue_fall(self, pending: _PendingFall, line: KernelLine, nvrm: str | None) -> bool:
+    def _continue_fall(self, pending: _PendingFall, body: str, nvrm: str | None) -> bool:
         """The next line of a pending three-line message; False when it is not one."""
-        if nvrm is None or "Xid (" in line.body:
+        if nvrm is None or "Xid (" in body:
             self.pending = None
             return False
         pending.parts.append(nvrm)
@@ -273,7 +306,14 @@ class _XidState:
             target.details.append(nvrm)
 
     def _add(self, draft: _Draft) -> None:
-        self.drafts.append(draft)
+        draft.index = self.count
+        self.count += 1
+        if self.sink is None:
+            self.drafts.append(draft)
+        else:
+            done = self.last_by_device.get(draft.device)
+            if done is not None:  # no later line changes it: the next one of its device began
+                self.sink(done.index, done.event())
         self.last_by_device[draft.device] = draft
         self.attach = draft
         self.pending = None

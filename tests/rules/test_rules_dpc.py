@@ -13,6 +13,7 @@ import pytest
 from rule_cases import edited, evaluate, fired_on, profile_of
 from sitscheck.checks.pcie_aer.judge import GpuPath, findings, gpu_summary
 from sitscheck.checks.pcie_aer.parse import parse_aer
+from sitscheck.checks.pcie_aer.tally import AerTally
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.models import CheckResult, Severity
@@ -41,7 +42,7 @@ def _path(ports: list[str]) -> GpuPath:
 
 @pytest.mark.parametrize("log", [UNMASKED, FATAL_SOURCE_ONLY])
 def test_a_containment_by_a_port_on_the_path_is_the_gpus(log: str) -> None:
-    events = parse_aer(iter_kernel_lines(log.strip().splitlines()))
+    events = AerTally.of(parse_aer(iter_kernel_lines(log.strip().splitlines())))
     on_path = _path(["0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0"])
     elsewhere = _path(["0000:9a:01.0", "0000:18:00.0"])
     assert gpu_summary(on_path, events)["containments"] == 1
@@ -56,7 +57,7 @@ def test_a_report_that_is_no_containment_counts_none() -> None:
 pcieport 0000:15:01.0: AER: Uncorrectable (Fatal) error message received from 0000:18:00.0
 nvidia 0000:18:00.0: AER: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Inaccessible, (Unregistered Agent ID)
 """  # noqa: E501
-    events = parse_aer(iter_kernel_lines(log.strip().splitlines()))
+    events = AerTally.of(parse_aer(iter_kernel_lines(log.strip().splitlines())))
     summary = gpu_summary(_path(["0000:15:01.0", "0000:18:00.0"]), events)
     assert summary["containments"] == 0 and summary["events"]["fatal"] == 1
     assert [f.severity for f in findings([_path(["0000:18:00.0"])], events, "x")] == [
