@@ -11,10 +11,9 @@ number of devices and groups, not of events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sitscheck.kernlog.storm import BoundedEvents, aer_events
+from sitscheck.kernlog.storm import BoundedEvents, Tally, aer_events
 from sitscheck.kernlog.times import seconds
 
 if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`)
@@ -50,25 +49,13 @@ class UncorrectedTally:
         self.first: list[tuple[int, AerEvent]] = []  # the first EXCERPT, by place in the log
 
 
-class AerTally:
+class AerTally(Tally["AerEvent"]):
     """Every AER event of a log, counted; see the module's docstring."""
 
     def __init__(self) -> None:
         self.storm: BoundedEvents[AerEvent] = aer_events()
         self.buses: dict[str | None, BusTally] = {}
         self.uncorrected: dict[tuple[str, str | None], UncorrectedTally] = {}
-
-    @classmethod
-    def of(cls, events: Iterable[AerEvent]) -> AerTally:
-        """The tally of events in log order."""
-        tally = cls()
-        for index, event in enumerate(events):
-            tally.add(index, event)
-        return tally
-
-    @property
-    def count(self) -> int:
-        return self.storm.count
 
     def add(self, index: int, event: AerEvent) -> None:
         """One event and its place in the log (events may come out of order)."""

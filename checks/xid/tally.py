@@ -9,10 +9,9 @@ first 1,000 events, groups). Memory grows with the number of groups, not of even
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sitscheck.kernlog.storm import BoundedEvents, xid_events
+from sitscheck.kernlog.storm import BoundedEvents, Tally, xid_events
 from sitscheck.kernlog.times import seconds
 
 from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
@@ -62,24 +61,12 @@ def _rank(severity: str) -> int:
     return {"info": 0, "warning": 1, "critical": 2}.get(severity, 1)
 
 
-class XidTally:
+class XidTally(Tally["XidEvent"]):
     """Every Xid event of a log, counted; see the module's docstring."""
 
     def __init__(self) -> None:
         self.storm: BoundedEvents[XidEvent] = xid_events()
         self.groups: dict[tuple[str | None, str, int], XidGroup] = {}
-
-    @classmethod
-    def of(cls, events: Iterable[XidEvent]) -> XidTally:
-        """The tally of events in log order."""
-        tally = cls()
-        for index, event in enumerate(events):
-            tally.add(index, event)
-        return tally
-
-    @property
-    def count(self) -> int:
-        return self.storm.count
 
     def add(self, index: int, event: XidEvent) -> None:
         when = event.time

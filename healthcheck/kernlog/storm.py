@@ -113,6 +113,31 @@ class BoundedEvents(Generic[E]):
         return named
 
 
+T = TypeVar("T", bound="Tally[Any]")
+
+
+class Tally(Generic[E]):
+    """A check's bounded record of a log's events (`storm`, and what its judges read), made
+    by `add`ing each event with its place in the log."""
+
+    storm: BoundedEvents[E]
+
+    def add(self, index: int, event: E) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def of(cls: type[T], events: Iterable[Any]) -> T:
+        """The tally of events in log order."""
+        tally = cls()
+        for index, event in enumerate(events):
+            tally.add(index, event)
+        return tally
+
+    @property
+    def count(self) -> int:
+        return self.storm.count
+
+
 def normalised(text: str | None) -> float | str | None:
     """A log's time as seconds since boot (`[68183.615790]`) or an ISO 8601 time (a dated
     form: `dmesg -T`, ISO, ctime); None for none, or a form without a date (syslog's
