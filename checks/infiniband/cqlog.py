@@ -41,8 +41,12 @@ class CqOverrunLines:
     by_bus: dict[str, int] = field(default_factory=dict)
 
     def feed(self, line: Any) -> None:
-        body: str = line.body
-        event = parse_overrun(body, getattr(line, "time", None))
+        self.feed_text(line.body, getattr(line, "time", None))
+
+    def feed_text(self, body: str, time: str | None) -> None:
+        """`feed` of a line as its message and time: the pass hands it only the lines holding
+        its anchors' needles (those `parse_overrun` reads)."""
+        event = parse_overrun(body, time)
         if event is None:
             return
         self.by_bus[event.pci_bus_id] = self.by_bus.get(event.pci_bus_id, 0) + 1

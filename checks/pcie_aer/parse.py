@@ -471,6 +471,7 @@ class _AerState:
         # prints them in the order the firmware reported them: aer_recover_queue is a FIFO)
         self.sections_by_device: dict[str, list[_Section]] = {}
         self.said: dict[str, _Line] = {}  # what each line body says (`_parse_line`), remembered
+        self.names: _Names = {}  # the error names of each status and bits met (`_item`)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -556,16 +557,17 @@ class _AerState:
                 while done < len(slots) and not _is_live(slots[done], live):
                     done += 1
         push = self.resolver.push
+        names = self.names
         for slot in slots[:done]:
             if isinstance(slot, _Header):
                 for block in slot.blocks:
-                    push(_block_item(block, slot))
+                    push(_block_item(block, slot, names))
                 if not slot.blocks:
-                    push(_header_item(slot))
+                    push(_header_item(slot, names))
             elif isinstance(slot, _Block):
-                push(_block_item(slot, None))
+                push(_block_item(slot, None, names))
             else:
-                push(_section_item(slot))
+                push(_section_item(slot, names))
         del slots[:done]
         self.flush_at = len(slots) + _FLUSH_EVERY
         if final:
@@ -1092,11 +1094,44 @@ class _Draft:
 
 
 _Item = AerEvent | _Draft
+_Names = dict[tuple[str, tuple[int, int] | None, "_Bits"], tuple[str, ...]]
 
 
-def _header_item(header: _Header) -> _Item:
+def _item(
+    time: str | None,
+    reporter: str | None,
+    device: str | None,
+    vendor_device: str | None,
+    severity: str | None,
+    type_: str | None,
+    multiple: bool,
+    status: tuple[int, int] | None,
+    bits: _Bits,
+    containment: bool,
+    names: _Names,
+) -> _Item:
+    """The event, once its severity is known; else its draft (`_Draft.item`, without the
+    draft made first: a storm's events are made here one by one). `names`: the error names
+    of each (severity, status, bits) met in this parse (`_errors`), remembered."""
+    known = _KNOWN_SEVERITY.get(severity)
+    if known is None:
+        return _Draft(
+            time, reporter, device, vendor_device, severity, type_, multiple, status, bits,
+            containment,
+        )  # fmt: skip
+    errors = names.get((known, status, bits))
+    if errors is None:
+        if len(names) >= _MAX_REMEMBERED:
+            names.clear()
+        errors = names[(known, status, bits)] = _errors(known, status, bits)
+    return _new_event(
+        reporter, device, vendor_device, known, type_, errors, multiple, time, containment
+    )
+
+
+def _header_item(header: _Header, names: _Names) -> _Item:
     """A header whose details were not printed."""
-    return _Draft(
+    return _item(
         header.time,
         header.reporter,
         header.source,
@@ -1107,14 +1142,15 @@ def _header_item(header: _Header) -> _Item:
         None,
         (),
         header.dpc is not None,
-    ).item()
+        names,
+    )
 
 
-def _block_item(block: _Block, header: _Header | None) -> _Item:
+def _block_item(block: _Block, header: _Header | None, names: _Names) -> _Item:
     severity = block.severity or (header.severity if header else None)
     if severity is None:
         severity = _severity_from_names(block)
-    return _Draft(
+    return _item(
         header.time if header else block.time,
         header.reporter if header else None,
         block.device if block.device else (header.source if header else None),
@@ -1125,10 +1161,11 @@ def _block_item(block: _Block, header: _Header | None) -> _Item:
         (block.status, block.mask) if block.status is not None else None,
         block.bits,
         header is not None and header.dpc is not None,
-    ).item()
+        names,
+    )
 
 
-def _section_item(section: _Section) -> _Item:
+def _section_item(section: _Section, names: _Names) -> _Item:
     severity = section.severity or "corrected"
     type_ = _layer(section.layer)
     merged = section.merged
@@ -1141,7 +1178,7 @@ def _section_item(section: _Section) -> _Item:
         status = section.cor or section.status
     else:
         status = section.uncor or section.status
-    return _Draft(
+    return _item(
         section.time,
         None,
         section.device,
@@ -1151,7 +1188,9 @@ def _section_item(section: _Section) -> _Item:
         False,
         status,
         bits,
-    ).item()
+        False,
+        names,
+    )
 
 
 def _severity_from_names(block: _Block) -> str | None:

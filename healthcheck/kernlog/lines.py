@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["KernelLine", "iter_kernel_lines", "split_kernel_line"]
+__all__ = ["KernelLine", "PlainLines", "iter_kernel_lines", "split_kernel_line"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +162,39 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
             yield from _split_escaped_newlines(record)
         else:
             yield record
+
+
+# `_PLAIN_LINE` in two: the stamp with its separator, then the test of what follows it (which
+# depends on that text alone, and is remembered for each text by `PlainLines`)
+_PLAIN_STAMP = re.compile(r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\] ?")
+_PLAIN_REST = re.compile(r"(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r")")
+_MAX_RESTS = 4096
+
+
+class PlainLines:
+    """`split` is (body, time) of a line `iter_kernel_lines` splits by its plain `dmesg` stamp
+    alone (as it would give them), else None: the line needs the whole of `iter_kernel_lines`.
+    The messages after the stamps are tested once each (an error storm repeats them)."""
+
+    __slots__ = ("_plain",)
+
+    def __init__(self) -> None:
+        self._plain: dict[str, bool] = {}
+
+    def split(self, raw: str) -> tuple[str, str] | None:
+        if "\x00" in raw:
+            return None
+        line = raw.rstrip("\r\n")
+        stamp = _PLAIN_STAMP.match(line)
+        if stamp is None:
+            return None
+        body = line[stamp.end() :]
+        plain = self._plain.get(body)
+        if plain is None:
+            if len(self._plain) >= _MAX_RESTS:
+                self._plain.clear()
+            plain = self._plain[body] = _PLAIN_REST.match(body) is not None
+        return (body, stamp[1]) if plain else None
 
 
 def _split_escaped_newlines(record: KernelLine) -> Iterator[KernelLine]:

@@ -3,9 +3,10 @@
 Each check brings its own anchors and line handler (`KernelLogInterest`); the core imports no
 check. The log is searched for every anchor's needle in C (`iter_candidate_lines`), so a large
 log with few matches costs little more than reading it; a candidate line is one that some
-interest wants (its `wants` test, else one of its needles), and every handler receives every
-candidate line in log order (the neighbours of its own reports included) and ignores what it
-does not read.
+interest wants (its `wants` test, else one of its needles). A handler with
+`feed_text` receives the lines its own interest wants, as message and time; any other receives
+every candidate line in log order (the neighbours of its own reports included) and ignores
+what it does not read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
 from .chunks import Chunk, iter_candidate_lines
-from .lines import iter_kernel_lines
+from .lines import PlainLines, iter_kernel_lines
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
@@ -46,22 +47,59 @@ class KernelLogResult:
         return self.reason is None
 
 
+class _Route:
+    """One interest in the pass: its test, its handler, and how the handler takes a line.
+
+    A handler with a `feed_text(body, time)` method reads only the lines its interest's test
+    accepts (it says so by having one) and takes each as its message and time, with no
+    `KernelLine` made for it; any other handler is fed every candidate line, as a `KernelLine`.
+    """
+
+    __slots__ = ("feed", "feed_text", "test")
+
+    def __init__(self, test: Callable[[str], bool], handler: LineHandler) -> None:
+        self.test = test
+        self.feed = handler.feed
+        self.feed_text: Callable[[str, str | None], None] | None = getattr(
+            handler, "feed_text", None
+        )
+
+
 class _Handlers:
-    """The handlers of one pass and the test that picks their candidate lines."""
+    """The handlers of one pass and the tests that pick their candidate lines."""
 
     def __init__(self, interests: Mapping[str, KernelLogInterest]) -> None:
         self.names = list(interests)
         self.handlers: list[LineHandler] = [_made(i.handler) for i in interests.values()]
         self.anchors: tuple[Anchor, ...] = tuple(a for i in interests.values() for a in i.anchors)
         self.head_lines = max((i.head_lines for i in interests.values()), default=0)
-        self.wanted: Callable[[str], bool] = _union(list(interests.values()))
+        tests = [_test_of(i) for i in interests.values()]
+        routes = [_Route(t, h) for t, h in zip(tests, self.handlers, strict=True)]
+        self.own = [r for r in routes if r.feed_text is not None]
+        self.rest = [r for r in routes if r.feed_text is None]
+        self._plain = PlainLines()
 
     def feed(self, raw_lines: Iterable[str]) -> None:
-        wanted = self.wanted
-        handlers = self.handlers
-        for line in iter_kernel_lines(raw for raw in raw_lines if wanted(raw)):
-            for handler in handlers:
-                handler.feed(line)
+        line = self._line
+        for raw in raw_lines:
+            line(raw)
+
+    def _line(self, raw: str) -> None:
+        own = [r for r in self.own if r.test(raw)]
+        rest = self.rest if own or any(r.test(raw) for r in self.rest) else []
+        if not (own or rest):
+            return
+        plain = self._plain.split(raw)
+        if plain is not None and not rest:
+            body, time = plain
+            for route in own:
+                route.feed_text(body, time)  # type: ignore[misc]
+            return
+        for kernel_line in iter_kernel_lines((raw,)):
+            for route in own:
+                route.feed_text(kernel_line.body, kernel_line.time)  # type: ignore[misc]
+            for route in rest:
+                route.feed(kernel_line)
 
     def results(self) -> dict[str, Any]:
         return {name: h.finish() for name, h in zip(self.names, self.handlers, strict=True)}
@@ -73,20 +111,21 @@ def _made(reference: str) -> LineHandler:
     return handler
 
 
-def _union(interests: list[KernelLogInterest]) -> Callable[[str], bool]:
-    tests: list[Callable[[str], bool]] = []
-    for interest in interests:
-        if interest.wants is not None:
-            tests.append(resolve(interest.wants))
-        else:
-            tests.append(_holds_any(tuple(a.needle.decode() for a in interest.anchors)))
-    if len(tests) == 1:
-        return tests[0]
-    return lambda raw: any(test(raw) for test in tests)
+def _test_of(interest: KernelLogInterest) -> Callable[[str], bool]:
+    if interest.wants is not None:
+        test: Callable[[str], bool] = resolve(interest.wants)
+        return test
+    return _holds_any(tuple(a.needle.decode() for a in interest.anchors))
 
 
 def _holds_any(needles: tuple[str, ...]) -> Callable[[str], bool]:
-    return lambda raw: any(needle in raw for needle in needles)
+    def holds(raw: str) -> bool:
+        for needle in needles:
+            if needle in raw:
+                return True
+        return False
+
+    return holds
 
 
 def declared_interests(checks: Iterable[Any]) -> dict[str, KernelLogInterest]:
