@@ -31,11 +31,15 @@ from storms import GPU0, GPU1, STAMPS, storm  # noqa: E402
 
 CORRECTED = (
     "[{t:.6f}] pcieport 0000:00:01.0: AER: Corrected error message received from {d}",
-    "[{t:.6f}] nvidia {d}: PCIe Bus Error: severity=Correctable, type=Physical Layer, (Receiver ID)",
+    "[{t:.6f}] nvidia {d}: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
+    " (Receiver ID)",
     "[{t:.6f}] nvidia {d}:   device [10de:2335] error status/mask=00000001/0000e000",
     "[{t:.6f}] nvidia {d}:    [ 0] RxErr                  (First)",
 )
-FATAL = "[{t:.6f}] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL received from {d}"
+FATAL = (
+    "[{t:.6f}] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL"
+    " received from {d}"
+)
 
 
 def corrected_storm(reports: int, fatal_every: int = 0) -> list[str]:
@@ -195,7 +199,9 @@ def test_draft_severities_are_settled_as_the_whole_list_settled_them() -> None:
         rng = random.Random(seed)
         again = _random_items(rng, rng.randint(1, 40))  # the same, for the reference to settle
         got: dict[int, str] = {}
-        resolver = aer_parse._Resolver(lambda index, event: got.__setitem__(index, event.severity))
+        resolver = aer_parse._Resolver(
+            lambda index, event, got=got: got.__setitem__(index, event.severity)
+        )
         for item in items:
             resolver.push(item)
         resolver.finish()
