@@ -80,21 +80,28 @@ class _Handlers:
         self._plain = PlainLines()
 
     def feed(self, raw_lines: Iterable[str]) -> None:
-        line = self._line
+        line = self._line if self.rest else self._own_line
         for raw in raw_lines:
             line(raw)
 
-    def _line(self, raw: str) -> None:
+    def _own_line(self, raw: str) -> None:
+        """`_line` when every handler reads only the lines its interest wants."""
         own = [r for r in self.own if r.test(raw)]
-        rest = self.rest if own or any(r.test(raw) for r in self.rest) else []
-        if not (own or rest):
-            return
-        plain = self._plain.split(raw)
-        if plain is not None and not rest:
+        if own:
+            plain = self._plain.split(raw)
+            if plain is None:
+                self._split(raw, own, [])
+                return
             body, time = plain
             for route in own:
                 route.feed_text(body, time)  # type: ignore[misc]
-            return
+
+    def _line(self, raw: str) -> None:
+        own = [r for r in self.own if r.test(raw)]
+        if own or any(r.test(raw) for r in self.rest):
+            self._split(raw, own, self.rest)
+
+    def _split(self, raw: str, own: list[_Route], rest: list[_Route]) -> None:
         for kernel_line in iter_kernel_lines((raw,)):
             for route in own:
                 route.feed_text(kernel_line.body, kernel_line.time)  # type: ignore[misc]
