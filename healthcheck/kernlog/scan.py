@@ -78,6 +78,7 @@ class _Handlers:
         self.own = [r for r in routes if r.feed_text is not None]
         self.rest = [r for r in routes if r.feed_text is None]
         self._plain = PlainLines()
+        self._wanted = _any_of([r.test for r in routes])
 
     def feed(self, raw_lines: Iterable[str]) -> None:
         line = self._line if self.rest else self._own_line
@@ -86,6 +87,8 @@ class _Handlers:
 
     def _own_line(self, raw: str) -> None:
         """`_line` when every handler reads only the lines its interest wants."""
+        if not self._wanted(raw):  # most candidate lines: no list made for them
+            return
         own = [r for r in self.own if r.test(raw)]
         if own:
             plain = self._plain.split(raw)
@@ -110,6 +113,19 @@ class _Handlers:
 
     def results(self) -> dict[str, Any]:
         return {name: h.finish() for name, h in zip(self.names, self.handlers, strict=True)}
+
+
+def _any_of(tests: list[Callable[[str], bool]]) -> Callable[[str], bool]:
+    """One test: whether any of `tests` holds (spelled out for the usual one to three)."""
+    if len(tests) == 1:
+        return tests[0]
+    if len(tests) == 2:
+        one, two = tests
+        return lambda raw: one(raw) or two(raw)
+    if len(tests) == 3:
+        one, two, three = tests
+        return lambda raw: one(raw) or two(raw) or three(raw)
+    return lambda raw: any(test(raw) for test in tests)
 
 
 def _made(reference: str) -> LineHandler:
