@@ -77,3 +77,17 @@ def test_times_are_seconds_since_boot_or_iso_or_null() -> None:
     assert normalised("Sep 19 16:18:02") is None  # no year: no point in time
     assert normalised("+0.000316") is None
     assert normalised(None) is None
+
+
+def test_events_added_out_of_order_give_the_facts_of_log_order() -> None:
+    """A parser settles some events later than the ones after them (`add(event, index)`)."""
+    events = [aer(n, device=f"0000:{n % 3:02x}:00.0", severity=("corrected", "fatal")[n % 2])
+              for n in range(2500)]  # fmt: skip
+    in_order = aer_events(events).facts(lambda e: e.to_fact())
+    shuffled = aer_events()
+    order = list(range(len(events)))
+    order[5:1500] = reversed(order[5:1500])  # the first groups' first events come late
+    for index in order:
+        shuffled.add(events[index], index)
+    assert shuffled.facts(lambda e: e.to_fact()) == in_order
+    assert len(in_order["events"]) == MAX_EVENTS  # type: ignore[arg-type]
