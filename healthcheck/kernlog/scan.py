@@ -78,7 +78,7 @@ class _Handlers:
         self.own = [r for r in routes if r.feed_text is not None]
         self.rest = [r for r in routes if r.feed_text is None]
         self._plain = PlainLines()
-        self._wanted = _any_of([r.test for r in routes])
+        self._takers = _takers(self.own)
 
     def feed(self, raw_lines: Iterable[str]) -> None:
         line = self._line if self.rest else self._own_line
@@ -87,17 +87,16 @@ class _Handlers:
 
     def _own_line(self, raw: str) -> None:
         """`_line` when every handler reads only the lines its interest wants."""
-        if not self._wanted(raw):  # most candidate lines: no list made for them
+        own = self._takers(raw)
+        if not own:
+            return  # most candidate lines: wanted by none
+        plain = self._plain.split(raw)
+        if plain is None:
+            self._split(raw, own, [])
             return
-        own = [r for r in self.own if r.test(raw)]
-        if own:
-            plain = self._plain.split(raw)
-            if plain is None:
-                self._split(raw, own, [])
-                return
-            body, time = plain
-            for route in own:
-                route.feed_text(body, time)  # type: ignore[misc]
+        body, time = plain
+        for route in own:
+            route.feed_text(body, time)  # type: ignore[misc]
 
     def _line(self, raw: str) -> None:
         own = [r for r in self.own if r.test(raw)]
@@ -115,17 +114,21 @@ class _Handlers:
         return {name: h.finish() for name, h in zip(self.names, self.handlers, strict=True)}
 
 
-def _any_of(tests: list[Callable[[str], bool]]) -> Callable[[str], bool]:
-    """One test: whether any of `tests` holds (spelled out for the usual one to three)."""
-    if len(tests) == 1:
-        return tests[0]
-    if len(tests) == 2:
-        one, two = tests
-        return lambda raw: one(raw) or two(raw)
-    if len(tests) == 3:
-        one, two, three = tests
-        return lambda raw: one(raw) or two(raw) or three(raw)
-    return lambda raw: any(test(raw) for test in tests)
+def _takers(routes: list[_Route]) -> Callable[[str], list[_Route]]:
+    """The routes whose test wants a line, each test called once (the usual three spelled
+    out: this runs for every candidate line)."""
+    if len(routes) == 3:
+        one, two, three = routes
+        test_one, test_two, test_three = one.test, two.test, three.test
+
+        def takers(raw: str) -> list[_Route]:
+            wants_one, wants_two, wants_three = test_one(raw), test_two(raw), test_three(raw)
+            if not (wants_one or wants_two or wants_three):
+                return []
+            return [r for r, w in ((one, wants_one), (two, wants_two), (three, wants_three)) if w]
+
+        return takers
+    return lambda raw: [r for r in routes if r.test(raw)]
 
 
 def _made(reference: str) -> LineHandler:
