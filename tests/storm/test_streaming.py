@@ -116,13 +116,10 @@ def test_the_streamed_judgement_is_that_of_the_whole_list() -> None:
         assert len(excerpt.splitlines()) == 6
 
 
-def test_xid_groups_streamed_are_those_of_the_whole_list() -> None:
-    path = Path(__file__).parent / "scratch-xid.log"
-    try:
-        storm(path, 3000, STAMPS["bracket"])
-        lines = path.read_text().splitlines()
-    finally:
-        path.unlink(missing_ok=True)
+def test_xid_groups_streamed_are_those_of_the_whole_list(tmp_path: Path) -> None:
+    path = tmp_path / "storm.log"
+    storm(path, 3000, STAMPS["bracket"])
+    lines = path.read_text().splitlines()
     whole = parse_xid(iter_kernel_lines(lines))
     handler = XidLines()
     for line in iter_kernel_lines(lines):
