@@ -23,8 +23,9 @@ AER report into one `AerEvent`, in every wording the kernel has used:
 Detail lines are matched to their report by the device prefix every one of them carries, so
 other messages printed in between change nothing. Reports are handed on (`AerLines`'s sink,
 by default a `tally.AerTally`) as soon as no later line can change them, so an error storm is
-parsed in bounded memory; `parse_aer` gives the whole list. The grouping rules are those of the project's
-facts document (section "aer"); `AerEvent.to_fact()` gives exactly its keys plus `time`.
+parsed in bounded memory; `parse_aer` gives the whole list. The grouping rules are those of
+the project's facts document (section "aer"); `AerEvent.to_fact()` gives exactly its keys plus
+`time`.
 """
 
 from __future__ import annotations
