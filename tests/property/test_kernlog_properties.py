@@ -345,33 +345,54 @@ def test_candidate_lines_match_a_line_by_line_reference(
     assert list(iter_candidate_lines(chunks, anchors)) == _reference_candidates(data, anchors)
 
 
-# The bulk search (`NeedleFinder`: needles found through a pair of their bytes in the region
-# decoded as UTF-16, else with `re`) normally takes regions of BULK_BYTES and more. Here it takes
-# every region, each needle searched through the pair `choice` picks (or all with `re`), over
-# bytes that break the decoding (surrogates D8-DF, which are errors or join two units) or are
-# not ASCII, fed as chunks of any size or as one buffer refilled like `scan_file`'s.
+# The bulk search (`NeedleFinder`: each needle found through a byte of it, a pair of its bytes in
+# the region decoded as UTF-16, or with `re`) normally takes regions of BULK_BYTES and more. Here
+# it takes every region, each needle searched the way `ways` picks (probes that share a key are
+# one probe, which finds several needles), over bytes that break the decoding (surrogates D8-DF,
+# which are errors or join two units) or are not ASCII, fed as chunks of any size or as one
+# buffer refilled like `scan_file`'s.
 _BULK_PIECES = [
     *(b"AER", b"Xid", b"NVRM", b"[Hardware Error]", b"Xi", b"d", b"ER", b"A", b"RM", b"NV"),
     *(b"Ha", b"\xd8", b"\xdc", b"\xd8\x00\xdc", b"\x00", b"\xff", "ünï".encode(), b"x", b" "),
+    *(b"\r", b"RMX", b"AEAER"),
 ]
 _BULK_ANCHORS = [
     Anchor(b"AER", after=2),
     Anchor(b"Xid"),
     Anchor(b"NVRM", before=1),
     Anchor(b"[Hardware Error]", after=1),
+    Anchor(b"ARM"),  # shares its bytes A, R, M and its pair RM with others
 ]
+_WAYS = st.lists(
+    st.tuples(st.sampled_from(["literal", "byte", "unit"]), st.integers(0, 20)),
+    min_size=len(_BULK_ANCHORS),
+    max_size=len(_BULK_ANCHORS),
+)
 
 
-def _search_pairs(choice: int) -> Callable[..., dict[bytes, tuple[int, str]]]:
-    """A `NeedleFinder._tune` that has each needle searched through its pair number `choice`
-    (modulo how many it has); with -1, every needle with `re`."""
+def _planned(ways: list[tuple[str, int]]) -> Callable[..., needles_module.Plan]:
+    """A `NeedleFinder._tune` that searches needle i the way ways[i] says: with `re`, through
+    its byte or its pair number n (modulo how many it has; a pair memchr cannot search for
+    makes it `re`)."""
 
-    def tune(finder: needles_module.NeedleFinder, *_: object) -> dict[bytes, tuple[int, str]]:
-        pairs: dict[bytes, tuple[int, str]] = {}
-        for needle in finder.needles if choice >= 0 else ():
-            offset = choice % (len(needle) - 1)
-            pairs[needle] = (offset, needle[offset : offset + 2].decode("utf-16-le"))
-        return pairs
+    def tune(finder: needles_module.NeedleFinder, *_: object) -> needles_module.Plan:
+        probes: dict[str, dict[bytes | str, list[tuple[bytes, int]]]] = {"byte": {}, "unit": {}}
+        literal = []
+        for needle, (kind, n) in zip(finder.needles, ways, strict=True):
+            at = n % len(needle) if kind == "byte" else n % max(len(needle) - 1, 1)
+            pair = needle[at : at + 2]
+            usable = len(pair) == 2 and pair[0] != 0 and not 0xD8 <= pair[1] <= 0xDF
+            if kind == "byte":
+                probes["byte"].setdefault(needle[at : at + 1], []).append((needle, at))
+            elif kind == "unit" and usable:
+                probes["unit"].setdefault(pair.decode("utf-16-le"), []).append((needle, at))
+            else:
+                literal.append(needle)
+        made = {
+            kind: tuple(needles_module.Probe(key, tuple(m)) for key, m in by_key.items())
+            for kind, by_key in probes.items()
+        }
+        return needles_module.Plan(made["byte"], made["unit"], tuple(literal))
 
     return tune
 
@@ -388,36 +409,52 @@ def _refilled(chunks: Iterable[bytes]) -> Iterator[bytearray]:
 @given(
     lines=st.lists(st.lists(st.sampled_from(_BULK_PIECES), max_size=12).map(b"".join), max_size=40),
     size=st.integers(min_value=1, max_value=400),
-    choice=st.integers(min_value=-1, max_value=15),
+    ways=_WAYS,
     refill=st.booleans(),
 )
 def test_bulk_search_matches_a_line_by_line_reference(
-    lines: list[bytes], size: int, choice: int, refill: bool
+    lines: list[bytes], size: int, ways: list[tuple[str, int]], refill: bool
 ) -> None:
     data = b"\n".join(lines) + b"\n"
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
     with (
         patch.object(needles_module, "BULK_BYTES", 0),
-        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(choice)),
+        patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
     ):
         got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
     assert got == _reference_candidates(data, _BULK_ANCHORS)
 
 
+def _offsets(data: bytes, needle: bytes) -> list[int]:
+    return [at for at in range(len(data)) if data.startswith(needle, at)]
+
+
+@st.composite
+def _region(draw: st.DrawFn) -> tuple[bytes, int, int]:
+    """Random bytes and a region of them whose ends often cut a needle."""
+    data = draw(st.lists(st.sampled_from(_BULK_PIECES), max_size=60).map(b"".join))
+    near = [
+        at + shift
+        for anchor in _BULK_ANCHORS
+        for at in _offsets(data, anchor.needle)
+        for shift in range(len(anchor.needle) + 1)
+    ]
+    ends = (
+        st.integers(0, 300) if not near else st.one_of(st.integers(0, 300), st.sampled_from(near))
+    )
+    return data, draw(ends), draw(ends)
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    data=st.lists(st.sampled_from(_BULK_PIECES), max_size=60).map(b"".join),
-    lo=st.integers(min_value=0, max_value=300),
-    hi=st.integers(min_value=0, max_value=300),
-    choice=st.integers(min_value=-1, max_value=15),
-)
+@given(region=_region(), ways=_WAYS)
 def test_bulk_search_finds_every_needle_in_the_region(
-    data: bytes, lo: int, hi: int, choice: int
+    region: tuple[bytes, int, int], ways: list[tuple[str, int]]
 ) -> None:
+    data, lo, hi = region
     needles = [anchor.needle for anchor in _BULK_ANCHORS]
     with (
         patch.object(needles_module, "BULK_BYTES", 0),
-        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(choice)),
+        patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
     ):
         found = needles_module.NeedleFinder(needles).find(bytearray(data), lo, hi)
     assert found == {
@@ -451,10 +488,14 @@ def test_bulk_search_at_its_real_size_matches_the_reference(size: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("filler", "why"),
-    [(b"Xi Xi Xi Xi Xi", "the pair is too common"), (b"a\xd8\xdcb", "no units: surrogates")],
+    ("filler", "way", "why"),
+    [
+        (b"Xi Xi Xi Xi Xi", "unit", "the pair is too common"),
+        (b"a\xd8\xdcb", "unit", "no units: surrogates"),
+        (b"X X X X X X X X", "byte", "the byte is too common"),
+    ],
 )
-def test_bulk_search_falls_back_to_re(filler: bytes, why: str) -> None:
+def test_bulk_search_falls_back_to_re(filler: bytes, way: str, why: str) -> None:
     data = b"".join((b"NVRM: Xid 79\n" if n % 500 == 7 else filler + b"\n") for n in range(20_000))
     literal = []
     original = needles_module.NeedleFinder._literal_hits
@@ -466,13 +507,47 @@ def test_bulk_search_falls_back_to_re(filler: bytes, why: str) -> None:
         return original(finder, buf, needle, lo, hi)
 
     with (
-        patch.object(needles_module.NeedleFinder, "_tune", _search_pairs(0)),
+        patch.object(needles_module.NeedleFinder, "_tune", _planned([(way, 0)] * 5)),
         patch.object(needles_module.NeedleFinder, "_literal_hits", spy),
     ):
         got = list(iter_candidate_lines([data], _BULK_ANCHORS))
     assert got == _reference_candidates(data, _BULK_ANCHORS), why
     assert b"Xid" in literal, why
     assert len(got) == 80  # 40 hits, each with the line before it
+
+
+@st.composite
+def _log_with_cuts(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    """A log of random lines (multibyte UTF-8, invalid UTF-8, CRLF, needles anywhere, maybe no
+    final line break) and cuts into chunks, many of them inside a needle or next to one."""
+    pieces = [*_BULK_PIECES, "журнал".encode(), "日本".encode(), b"\r\n", b"\n", b"\xe2\x82"]
+    data = draw(st.lists(st.sampled_from(pieces), max_size=120).map(b"".join))
+    needles = [anchor.needle for anchor in _BULK_ANCHORS]
+    near = [
+        at + shift for n in needles for at in _offsets(data, n) for shift in range(-1, len(n) + 1)
+    ]
+    cuts = draw(st.lists(st.sampled_from(near) if near else st.just(0), max_size=6))
+    cuts += draw(st.lists(st.integers(0, max(len(data), 1)), max_size=4))
+    return data, sorted({min(max(cut, 0), len(data)) for cut in cuts})
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=_log_with_cuts(), ways=st.one_of(st.none(), _WAYS), refill=st.booleans())
+def test_candidate_lines_are_the_naive_filters_for_any_log_cut_anywhere(
+    log: tuple[bytes, list[int]], ways: list[tuple[str, int]] | None, refill: bool
+) -> None:
+    """Every chunk searched in bulk, through the plan the tuner picks on it (None) or through
+    any plan: the candidate lines are those of a line-by-line filter."""
+    data, cuts = log
+    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    tune = needles_module.NeedleFinder._tune if ways is None else _planned(ways)
+    with (
+        patch.object(needles_module, "BULK_BYTES", 0),
+        patch.object(needles_module, "_SAMPLE_BYTES", 64),
+        patch.object(needles_module.NeedleFinder, "_tune", tune),
+    ):
+        got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
+    assert got == _reference_candidates(data, _BULK_ANCHORS)
 
 
 @settings(max_examples=150)
