@@ -2,6 +2,10 @@
 
 Used by the kernel-log pre-filter (`chunks`) to find its anchors' needles in each chunk of a
 log: a log of a gigabyte with few matches must cost little more than reading it (issues 10, 19).
+
+Where `ahocorasick_rs` is installed (Rust's aho-corasick: every needle in one pass, with a SIMD
+prefilter), it finds the lines that hold a needle and then every offset in them; else each
+needle is found through a probe of its own (`NeedleFinder`'s plan). Both give the same offsets.
 """
 
 from __future__ import annotations
@@ -13,6 +17,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ParamSpec, TypeAlias, TypeVar
 
+try:
+    from ahocorasick_rs import BytesAhoCorasick, MatchKind
+except ImportError:  # no wheel for this platform or Python: the probes
+    AUTOMATON = False
+else:
+    AUTOMATON = True
+
 Chunk: TypeAlias = bytes | bytearray
 
 # A region this long or longer is searched by `NeedleFinder`'s plan; a shorter one with
@@ -21,6 +32,7 @@ BULK_BYTES = 64 * 1024
 _SAMPLE_BYTES = 64 * 1024  # how much of the log the ways of searching are timed on
 _RETUNE_BYTES = 256 * 1024 * 1024  # and how often they are timed again
 _RETUNE_AFTER_MISS = 16 * 1024 * 1024  # or sooner, after a probe ran over its budget
+_SPAN_GAP = 4096  # lines with needles this close are searched for all of them at once
 
 Member: TypeAlias = tuple[bytes, int]  # a needle, and where in it its probe is
 
@@ -73,8 +85,17 @@ class NeedleFinder:
     `re` for that region. Every way gives the same offsets.
     """
 
-    def __init__(self, needles: Iterable[bytes]) -> None:
+    def __init__(self, needles: Iterable[bytes], *, automaton: bool | None = None) -> None:
         self.needles = tuple(dict.fromkeys(needles))
+        # Lines are what the automaton's first pass finds, so a needle must not span two.
+        use = AUTOMATON if automaton is None else automaton
+        self.automata: tuple[BytesAhoCorasick, BytesAhoCorasick] | None = None
+        if use and self.needles and not any(b"\n" in needle for needle in self.needles):
+            patterns = list(self.needles)
+            self.automata = (
+                BytesAhoCorasick(patterns, matchkind=MatchKind.LeftmostFirst),
+                BytesAhoCorasick(patterns, matchkind=MatchKind.Standard),
+            )
         self.literal = {needle: re.compile(re.escape(needle)) for needle in self.needles}
         self.overlapping = {needle for needle in self.needles if _self_overlapping(needle)}
         self.plan = Plan(literal=self.needles)
@@ -83,6 +104,8 @@ class NeedleFinder:
 
     def find(self, buf: Chunk, lo: int, hi: int) -> dict[bytes, list[int]]:
         hi = min(hi, len(buf))
+        if self.automata is not None:
+            return self._find_lines(buf, lo, hi, *self.automata)
         if hi - lo < BULK_BYTES:
             return {needle: find_all(buf, needle, lo, hi) for needle in self.needles}
         if self.until_tune <= 0:
@@ -107,6 +130,37 @@ class NeedleFinder:
                 self.until_tune = min(self.until_tune, _RETUNE_AFTER_MISS)
         for needle in literal:
             found[needle] = self._literal_hits(buf, needle, lo, hi)
+        return found
+
+    def _find_lines(
+        self, buf: Chunk, lo: int, hi: int, first: BytesAhoCorasick, every: BytesAhoCorasick
+    ) -> dict[bytes, list[int]]:
+        """Through the automata: the leftmost match of each run of needles (no two overlap),
+        then every match from there to the end of its line. Nothing begins between one
+        leftmost match's end and the next's start, and a needle that begins inside a match
+        begins on that match's line (no needle holds a line break)."""
+        found: dict[bytes, list[int]] = {needle: [] for needle in self.needles}
+        if hi <= lo:
+            return found
+        with memoryview(buf) as view:
+            with view[lo:hi] as region:
+                matches = first.find_matches_as_indexes(region)
+            spans: list[list[int]] = []
+            for _, start, _ in matches:
+                at = lo + start
+                if spans and at < spans[-1][1]:
+                    continue  # on a line already taken
+                end = buf.find(b"\n", at, hi)
+                line_end = hi if end < 0 else end + 1
+                if spans and at - spans[-1][1] <= _SPAN_GAP:
+                    spans[-1][1] = line_end
+                else:
+                    spans.append([at, line_end])
+            needles = self.needles
+            for begin, end in spans:
+                with view[begin:end] as span:
+                    for index, start, _ in every.find_matches_as_indexes(span, overlapping=True):
+                        found[needles[index]].append(begin + start)
         return found
 
     def _find_units(

@@ -354,7 +354,7 @@ def test_candidate_lines_match_a_line_by_line_reference(
 _BULK_PIECES = [
     *(b"AER", b"Xid", b"NVRM", b"[Hardware Error]", b"Xi", b"d", b"ER", b"A", b"RM", b"NV"),
     *(b"Ha", b"\xd8", b"\xdc", b"\xd8\x00\xdc", b"\x00", b"\xff", "ünï".encode(), b"x", b" "),
-    *(b"\r", b"RMX", b"AEAER"),
+    *(b"\r", b"RMX", b"AEAER", b"NVRMX", b"ARMX"),
 ]
 _BULK_ANCHORS = [
     Anchor(b"AER", after=2),
@@ -362,6 +362,7 @@ _BULK_ANCHORS = [
     Anchor(b"NVRM", before=1),
     Anchor(b"[Hardware Error]", after=1),
     Anchor(b"ARM"),  # shares its bytes A, R, M and its pair RM with others
+    Anchor(b"RMX"),  # overlaps NVRM and ARM ("NVRMX")
 ]
 _WAYS = st.lists(
     st.tuples(st.sampled_from(["literal", "byte", "unit"]), st.integers(0, 20)),
@@ -419,6 +420,7 @@ def test_bulk_search_matches_a_line_by_line_reference(
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
     with (
         patch.object(needles_module, "BULK_BYTES", 0),
+        patch.object(needles_module, "AUTOMATON", False),
         patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
     ):
         got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
@@ -454,9 +456,28 @@ def test_bulk_search_finds_every_needle_in_the_region(
     needles = [anchor.needle for anchor in _BULK_ANCHORS]
     with (
         patch.object(needles_module, "BULK_BYTES", 0),
+        patch.object(needles_module, "AUTOMATON", False),
         patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
     ):
         found = needles_module.NeedleFinder(needles).find(bytearray(data), lo, hi)
+    assert found == {
+        needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
+        for needle in needles
+    }
+
+
+@pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent")
+@settings(max_examples=300, deadline=None)
+@given(region=_region(), newlines=st.lists(st.integers(0, 300), max_size=8))
+def test_automaton_finds_every_needle_in_the_region(
+    region: tuple[bytes, int, int], newlines: list[int]
+) -> None:
+    """Overlapping needles too ("ARM" inside "NVRM"-like runs, "AEAER"), lines of any length."""
+    data, lo, hi = region
+    for at in sorted(newlines, reverse=True):
+        data = data[:at] + b"\n" + data[at:]
+    needles = [anchor.needle for anchor in _BULK_ANCHORS]
+    found = needles_module.NeedleFinder(needles, automaton=True).find(bytearray(data), lo, hi)
     assert found == {
         needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
         for needle in needles
@@ -478,11 +499,23 @@ def _big_log(lines: int, seed: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+_WITH_AUTOMATON = [
+    pytest.param(False, id="probes"),
+    pytest.param(
+        True,
+        id="automaton",
+        marks=pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent"),
+    ),
+]
+
+
+@pytest.mark.parametrize("automaton", _WITH_AUTOMATON)
 @pytest.mark.parametrize("size", [needles_module.BULK_BYTES, 300_001, 1 << 20])
-def test_bulk_search_at_its_real_size_matches_the_reference(size: int) -> None:
+def test_bulk_search_at_its_real_size_matches_the_reference(size: int, automaton: bool) -> None:
     data = _big_log(25_000, seed=size)
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
-    got = list(iter_candidate_lines(_refilled(chunks), _BULK_ANCHORS))
+    with patch.object(needles_module, "AUTOMATON", automaton):
+        got = list(iter_candidate_lines(_refilled(chunks), _BULK_ANCHORS))
     assert got == _reference_candidates(data, _BULK_ANCHORS)
     assert len(got) > 250
 
@@ -507,7 +540,10 @@ def test_bulk_search_falls_back_to_re(filler: bytes, way: str, why: str) -> None
         return original(finder, buf, needle, lo, hi)
 
     with (
-        patch.object(needles_module.NeedleFinder, "_tune", _planned([(way, 0)] * 5)),
+        patch.object(needles_module, "AUTOMATON", False),
+        patch.object(
+            needles_module.NeedleFinder, "_tune", _planned([(way, 0)] * len(_BULK_ANCHORS))
+        ),
         patch.object(needles_module.NeedleFinder, "_literal_hits", spy),
     ):
         got = list(iter_candidate_lines([data], _BULK_ANCHORS))
@@ -531,17 +567,19 @@ def _log_with_cuts(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     return data, sorted({min(max(cut, 0), len(data)) for cut in cuts})
 
 
+@pytest.mark.parametrize("automaton", _WITH_AUTOMATON)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=_log_with_cuts(), ways=st.one_of(st.none(), _WAYS), refill=st.booleans())
 def test_candidate_lines_are_the_naive_filters_for_any_log_cut_anywhere(
-    log: tuple[bytes, list[int]], ways: list[tuple[str, int]] | None, refill: bool
+    automaton: bool, log: tuple[bytes, list[int]], ways: list[tuple[str, int]] | None, refill: bool
 ) -> None:
-    """Every chunk searched in bulk, through the plan the tuner picks on it (None) or through
-    any plan: the candidate lines are those of a line-by-line filter."""
+    """Every chunk searched in bulk, by the automaton or through the plan the tuner picks on
+    it (None) or through any plan: the candidate lines are those of a line-by-line filter."""
     data, cuts = log
     chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
     tune = needles_module.NeedleFinder._tune if ways is None else _planned(ways)
     with (
+        patch.object(needles_module, "AUTOMATON", automaton),
         patch.object(needles_module, "BULK_BYTES", 0),
         patch.object(needles_module, "_SAMPLE_BYTES", 64),
         patch.object(needles_module.NeedleFinder, "_tune", tune),
