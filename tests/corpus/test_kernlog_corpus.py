@@ -84,13 +84,25 @@ def test_bulk_prefilter_keeps_every_line_the_parser_needs(
     assert spec.facts(kept) == spec.facts(data.decode().splitlines())
 
 
+@pytest.mark.parametrize(
+    "automaton",
+    [
+        pytest.param(False, id="probes"),
+        pytest.param(
+            True,
+            id="automaton",
+            marks=pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent"),
+        ),
+    ],
+)
 @pytest.mark.parametrize("corpus_set", sorted(roots()))
 def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
-    corpus_set: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus_set: str, automaton: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every sample in one log, apart by enough other lines that its chunks are searched in
-    bulk (`NeedleFinder`), cut anywhere in a line: the same as one chunk searched with
-    `bytes.find`, and the lines counted as `scan_lines` counts them."""
+    bulk (`NeedleFinder`: by the automaton, or through its probes), cut anywhere in a line:
+    the same as one chunk searched with `bytes.find`, and the lines counted as `scan_lines`
+    counts them."""
     root = root_path(corpus_set)
     filler = [f"[{n:6d}.000000] usb 1-4: new high-speed USB device number {n}" for n in range(900)]
     lines: list[str] = []
@@ -100,9 +112,11 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + "\n")
     monkeypatch.setattr(scan, "CHUNK_BYTES", 70_001)
+    monkeypatch.setattr(needles_module, "AUTOMATON", automaton)
     interests = scan.declared_interests(discover())
     bulk = _facts(scan.scan_file(path, interests))
     monkeypatch.setattr(scan, "CHUNK_BYTES", path.stat().st_size)
+    monkeypatch.setattr(needles_module, "AUTOMATON", False)
     monkeypatch.setattr(needles_module, "BULK_BYTES", path.stat().st_size + 1)
     assert bulk == _facts(scan.scan_file(path, interests))
     assert bulk[0] == len(lines)
