@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
-from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from sitscheck.kernlog.chunks import Anchor, count_newlines, iter_candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
 
 # Message bodies as the kernel prints them (no log-tool prefix).
@@ -482,6 +482,13 @@ def test_automaton_finds_every_needle_in_the_region(
         needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
         for needle in needles
     }
+
+
+@given(
+    data=st.binary(max_size=2000) | st.lists(st.sampled_from([*_BULK_PIECES, b"\n"])).map(b"".join)
+)
+def test_count_newlines_counts_every_break(data: bytes) -> None:
+    assert count_newlines(data) == count_newlines(bytearray(data)) == data.count(b"\n")
 
 
 def _big_log(lines: int, seed: int) -> bytes:
