@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -124,17 +124,35 @@ class FileTree:
 
     root: Path
     confined: bool = False
+    # the real path of each folder resolved so far (a bundle's folders do not move during a
+    # run): a file's path is then resolved by one lstat of its own name, not one per component
+    _real_folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def path(self, relative: str) -> Path | None:
         candidate = self.root / relative.lstrip("/")
         if not self.confined:
             return candidate
         try:
-            resolved = candidate.resolve()
-        except (OSError, RuntimeError):
+            resolved = self._real(str(candidate))
+            root = self._real_folder(str(self.root))
+        except (OSError, RuntimeError, ValueError):
             return None
-        root = self.root.resolve()
-        return resolved if resolved == root or root in resolved.parents else None
+        inside = resolved == root or resolved.startswith(root.rstrip("/") + "/")
+        return Path(resolved) if inside else None
+
+    def _real(self, path: str) -> str:
+        """`os.path.realpath(path, strict=False)`, with the folders above it remembered."""
+        folder, name = os.path.split(path)
+        if name in ("", ".", "..") or not folder:
+            return os.path.realpath(path)
+        joined = os.path.join(self._real_folder(folder), name)
+        return os.path.realpath(joined) if os.path.islink(joined) else joined
+
+    def _real_folder(self, folder: str) -> str:
+        real = self._real_folders.get(folder)
+        if real is None:
+            real = self._real_folders[folder] = os.path.realpath(folder)
+        return real
 
     def exists(self, relative: str) -> bool:
         path = self.path(relative)
