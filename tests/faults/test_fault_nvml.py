@@ -6,6 +6,7 @@ hooks; the run is the whole of `app.execute` (checks, then rules) on the fake no
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,46 @@ def test_a_gpu_lost_mid_run_is_critical_on_that_gpu_and_the_other_is_judged(
         assert judged[1].get("lost"), name
     assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
     assert report.status == Status.CRITICAL
+
+
+def test_a_hung_nvml_call_runs_under_the_checks_deadline_not_nvmls_and_is_named(
+    node: NodeSpec, baseline: Report, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVML's own deadline (30 s) past the check's (4 s): the hung call is cut at what is left
+    of the check's deadline and named by every check that waited on it (before: it waited its
+    30 s, the checks ended "timed out: no result within its deadline", naming nothing)."""
+    node.nvml.block = [("nvmlDeviceGetPowerUsage", 1)]
+    report, elapsed = run_live(node, monkeypatch.setattr, nvml_deadline_s=30.0)
+
+    # the run's deadline is the point: a generous slack for a loaded machine, far below 30 s
+    assert_within(elapsed, FAST["run_timeout_s"] + 8.0)
+    assert_complete(report)
+    cut = re.compile(
+        r"nvmlDeviceGetPowerUsage\(handle\) did not answer within \d+\.\d s \(what was left"
+    )
+    telemetry = result(report, "gpu_telemetry")  # it reads the power draw
+    assert telemetry.status == Status.UNKNOWN, said(telemetry)
+    assert cut.search(said(telemetry)), said(telemetry)
+    for check in report.checks:  # none waited past its deadline unnamed
+        assert "no result within its deadline" not in said(check), (check.name, said(check))
+        if check.status == Status.UNKNOWN:
+            assert "nvmlDeviceGetPowerUsage" in said(check), (check.name, said(check))
+    assert_unaffected(report, baseline, "driver", "topology", *KERNEL_LOG_CHECKS, "tensorrt")
+
+
+def test_nvml_threads_are_daemons_and_carry_the_deadline_scope() -> None:
+    """A thread blocked in a hung C call cannot be killed: each is a daemon (never holds up
+    exit), and it runs in its caller's context, so its calls see the caller's deadline."""
+    import time
+
+    from sitscheck.sources.deadline import Scope, current_scope, entered
+    from sitscheck.sources.gpu_snapshot import in_context
+
+    seen: list[object] = []
+    scope = Scope(time.monotonic() + 60)
+    with entered(scope):
+        thread = in_context(lambda: seen.append(current_scope()))
+    assert thread.daemon
+    thread.start()
+    thread.join()
+    assert seen == [scope]
