@@ -242,3 +242,23 @@ def test_a_hung_kernel_log_is_unknown_within_the_run_deadline(
         assert_faulted(report, name)
     assert_unaffected(report, baseline, *GPU_CHECKS, "tensorrt")
     assert_killed(pidfile)
+
+
+def test_a_hung_nvidia_smi_without_the_module_is_named_by_the_kernel_log_checks(
+    node: NodeSpec, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's node: no NVIDIA kernel module (no /proc/driver/nvidia), `nvidia-smi`
+    installed and hung. xid and pcie_aer map kernel-log events to GPUs through the GPU list,
+    which then comes from sysfs: they say why, naming the command (before: nothing)."""
+    node.nvml.mode = "absent"
+    node.marker = str(Path(node.root) / "no-nvidia-module")
+    hang_command(node, pidfile)
+    report, _ = run_live(node, monkeypatch.setattr)
+
+    assert_complete(report)
+    for name in KERNEL_LOG_CHECKS:
+        check = result(report, name)
+        assert TIMED_OUT.search(said(check)), (name, said(check))
+        assert "GPU list from sysfs" in said(check), (name, said(check))
+    pids = read_pids(pidfile)
+    assert pids and still_running(pids) == []
