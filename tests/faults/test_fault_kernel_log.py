@@ -18,9 +18,10 @@ from fault_expect import (
     assert_unaffected,
     assert_within,
     result,
+    run_bound,
     said,
 )
-from fault_node import BUNDLE, NodeSpec, remove_command, run_live
+from fault_node import BUNDLE, FAST, NodeSpec, remove_command, run_live
 from sitscheck.models import Report, Status
 
 RESTRICTED = "dmesg: read kernel buffer failed: Operation not permitted"
@@ -38,7 +39,7 @@ def test_kmsg_and_dmesg_refused_falls_back_to_journalctl_saying_why(
     restrict(node)
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2.0)
+    assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     for name in KERNEL_LOG_CHECKS:
@@ -58,7 +59,7 @@ def test_no_kernel_log_at_all_names_every_source_tried_in_order(
     remove_command(node, "journalctl")
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2.0)
+    assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     assert_unaffected(report, baseline, *GPU_CHECKS, "tensorrt")
     for name in KERNEL_LOG_CHECKS:
