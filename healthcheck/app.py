@@ -20,6 +20,7 @@ from .contract.settings import check_settings
 from .errors import ConfigError
 from .probes.bandwidth.probe import budget_s
 from .sources.base import Sources
+from .sources.deadline import Scope, entered
 from .sources.live import LiveOptions, LiveSources
 
 # The rules engine, the report and the bundle reader are imported where they are used: a
@@ -154,7 +155,8 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     declared = gather(checks)
     with open_sources(request, declared, wrap, deadline) as sources:
         if request.bundle is None and declared.nvml and not config.load:
-            open_window(sources)
+            # its NVML calls end within the GPU checks' deadline, which is theirs
+            open_window(sources, min(time.monotonic() + config.check_timeout_s, deadline))
         background = Background(compile_rules) if request.bundle is None else None
         guarded = interrupt.guard(checks)
         results = run_checks(guarded, sources, config, settings, deadline=deadline)
@@ -207,17 +209,23 @@ def evaluate_rules(
 WINDOW_WAIT_S = 1.0  # at most this long for the window to start before the checks do
 
 
-def open_window(sources: Sources) -> None:
+def open_window(sources: Sources, deadline: float | None = None) -> None:
     """A live run's GPU sampling window (the NVML snapshot, which the GPU checks wait for)
     starts first, on its own thread: the checks' imports, their commands and the rules'
     compiling then happen inside the window rather than before it, and do not contend with
     the window's start for the interpreter. Waits until the window has begun (or the
     snapshot was taken without one), at most WINDOW_WAIT_S: NVML that hangs costs the checks
-    that much, and each of them still waits on the snapshot under its own deadline."""
+    that much, and each of them still waits on the snapshot under its own deadline.
+    `deadline`: that of the checks that wait on it, which owns its NVML calls (`nvml.Nvml`:
+    a hung call is cut there and named, rather than outliving them)."""
 
     def take() -> None:
         try:
-            sources.gpu_snapshot()
+            if deadline is None:
+                sources.gpu_snapshot()
+                return
+            with entered(Scope(deadline)):
+                sources.gpu_snapshot()
         except Exception:  # the checks that read it meet the same error, as theirs
             pass
 

@@ -226,15 +226,18 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 
 def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: Any) -> Any:
     """One run: execute (through the daemon state in timer mode), deliver, export."""
+    import time
+
     from .app import execute
     from .interrupt import settle
     from .reporters.outputs import OutputError, deliver
 
+    run_deadline = time.monotonic() + config.run_timeout_s  # outputs never wait past it
     report = _daemon_run(config, request) if config.daemon else execute(request)
     report = settle(report)  # final from here: a later signal changes neither it nor the exit
     failed: OutputError | None = None
     try:
-        deliver(report, specs, config.verbose)
+        deliver(report, specs, config.verbose, run_deadline)
     except OutputError as exc:  # an unwritable output costs neither the others nor the export
         failed = exc
     if otlp_settings.endpoint:

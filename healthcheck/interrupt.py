@@ -112,7 +112,9 @@ class Interrupt:
         self.at: float | None = None
         self._kill = kill or kill_children
         self._exit_now = exit_now
-        self._lock = threading.Lock()
+        # re-entrant: the handler (`trigger`) runs on the main thread, which may hold it then
+        # (in `settle`, or `wait` where the runner is on it): a plain lock would deadlock there
+        self._lock = threading.RLock()
         self._waiters: set[_Done] = set()
         self._timer: threading.Timer | None = None
         self._settled = False  # the report is final: a later signal no longer changes it

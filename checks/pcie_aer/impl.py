@@ -5,7 +5,7 @@ from __future__ import annotations
 from sitscheck.checks.pcie_link.links import parse_gen
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
-from sitscheck.gpu.identity import GpuRef, known_gpus
+from sitscheck.gpu.identity import GpuRef, gpu_list_notes, known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 from sitscheck.sources.pci import port_folders
@@ -29,7 +29,7 @@ class PcieAerImpl:
         scan = ctx.kernel_log()
         tally: AerTally = scan.result or AerTally()
         paths = [self._path(ctx.sources, gpu) for gpu in known_gpus(ctx.sources)]
-        not_judged = []
+        not_judged = gpu_list_notes(ctx.sources)  # why the GPU list is sysfs's, if a hang
         if not scan.available:
             not_judged.append(f"kernel log: {scan.reason}")
         if paths and not any(p.counters for p in paths):

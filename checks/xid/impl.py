@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, kernel_log_skip
-from sitscheck.gpu.identity import known_gpus
+from sitscheck.gpu.identity import gpu_list_notes, known_gpus
 from sitscheck.models import Metric
 from sitscheck.sources.base import Sources
 
@@ -45,6 +45,7 @@ class XidImpl:
                 "gpus": gpu_summaries(groups, gpus),
                 "log": {"source": scan.source, "lines": scan.lines, "note": scan.note},
             },
+            not_judged=gpu_list_notes(ctx.sources),  # why the GPU list is sysfs's, if a hang
         )
 
     def _recovery(self, ctx: CheckContext) -> dict[int, int]:

@@ -69,11 +69,12 @@ class CheckContext:
 
 def kernel_log_skip(sources: Sources) -> str | None:
     """`applicable` of a check that reads only the kernel log: a live node always has one (one
-    that cannot be read is UNKNOWN, never skipped); a bundle without one is skipped, saying so."""
+    that cannot be read is UNKNOWN, never skipped); a bundle without one is skipped, saying so;
+    a bundle's log that is there but cannot be read (a FIFO) is UNKNOWN with the reason."""
     if sources.mode == "live":
         return None
     stream = sources.kernel_log()
-    return None if stream.lines is not None else f"no kernel log: {stream.reason}"
+    return f"no kernel log: {stream.reason}" if stream.lines is None and stream.absent else None
 
 
 @runtime_checkable

@@ -3,7 +3,9 @@
 Shared by every check that maps evidence (kernel-log events, sysfs ports) onto GPUs:
 the GPU views (`fleet.load`: the NVML snapshot, else nvidia-smi's CSV/dmon), else the
 NVIDIA devices found in sysfs.
-Computed once per run through the sources' memo.
+Computed once per run through the sources' memo. When the list is sysfs's because a command
+the GPU views waited on did not answer (a hung `nvidia-smi`, killed at its deadline),
+`gpu_list_notes` says so, naming the command, for every check that used the list.
 """
 
 from __future__ import annotations
@@ -32,6 +34,22 @@ def _find(sources: Sources) -> list[GpuRef]:
     if not isinstance(fleet, str) and fleet.gpus:
         return [GpuRef(view.index, view.pci_bus_id, view.name) for view in fleet.gpus]
     return [GpuRef(n, bdf) for n, bdf in enumerate(nvidia_gpus(sources.sysfs))]
+
+
+# What a GPU view's failure says when a command it waited on did not answer (command.py,
+# fleet._read, deadline's "not started").
+_HUNG = ("did not answer within", "not started:", "not run, an earlier")
+
+
+def gpu_list_notes(sources: Sources) -> list[str]:
+    """Why the GPU list came from sysfs, when that was a command that did not answer (one
+    line for `not_judged`); [] otherwise (a node without NVIDIA's tools says nothing)."""
+    from .fleet import load
+
+    fleet = load(sources)
+    if isinstance(fleet, str) and any(marker in fleet for marker in _HUNG):
+        return [f"GPU list from sysfs (the GPU views failed: {fleet})"]
+    return []
 
 
 def gpu_for_bus(gpus: list[GpuRef], bus_id: str | None) -> GpuRef | None:

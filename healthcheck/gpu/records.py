@@ -23,6 +23,19 @@ SAMPLE_KEYS: Mapping[str, str] = {
     "pcie_tx_kbps": "pcie.tx",
     "pcie_rx_kbps": "pcie.rx",
 }
+# The keys whose readings are counts: a negative one is invalid input, refused (not a reading).
+COUNTER_KEYS = frozenset(
+    {
+        "ecc.volatile.corrected",
+        "ecc.volatile.uncorrected",
+        "ecc.aggregate.corrected",
+        "ecc.aggregate.uncorrected",
+        "remap",
+        "remap.histogram",
+        "retired_pages",
+        "pcie.replay",
+    }
+)
 _STATE_OF_KIND: Mapping[ValueKind, str] = {
     ValueKind.NOT_SUPPORTED: "not_supported",
     ValueKind.NOT_AVAILABLE: "not_available",
@@ -58,14 +71,20 @@ def reading(
             return value.as_bool()
         if bitmask:
             return value.as_bitmask()
-        value.as_float()
+        number = value.as_float()
     except SmiParseError:
-        record["unavailable"].setdefault(key, "error")
-        record["failures"].setdefault(
-            key, f"nvidia-smi {field_name}: unreadable value {value.raw!r}"
-        )
-        return None
+        return _refused(record, key, f"nvidia-smi {field_name}: unreadable value {value.raw!r}")
+    if key in COUNTER_KEYS and number is not None and number < 0:
+        why = f"nvidia-smi {field_name}: {value.raw!r} is negative, not a count; refused"
+        return _refused(record, key, why)
     return value.number
+
+
+def _refused(record: dict[str, Any], key: str, why: str) -> None:
+    """A value printed that is no reading: noted as an error under `key`."""
+    record["unavailable"].setdefault(key, "error")
+    record["failures"].setdefault(key, why)
+    return None
 
 
 def put(

@@ -6,12 +6,14 @@ Every reporter is an entry point of group `sitscheck.reporters` (a callable
 image-validation pipelines), `npd` (node-problem-detector's one line), `prom=DIR`
 (node_exporter's textfile collector: `DIR/sitscheck.prom`, 0644).
 With `=PATH` the output is written atomically to that file (0640); a reporter that writes a
-directory (`prom=DIR`) names its own file inside it.
+directory (`prom=DIR`) names its own file inside it. A path that is not a regular file (a
+FIFO) is written in place, never past the run's deadline (`files.write_in_place`).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +21,14 @@ from pathlib import Path
 from ..contract.plugins import entry_points
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
+from ..sources.deadline import Scope, entered
 from .files import write_atomic
 
 Renderer = Callable[[Report, bool], str]
 REPORTERS_GROUP = "sitscheck.reporters"
+# What every output gets to be taken by its reader once the run's deadline has passed: the
+# report is still written, and a reader that never reads costs this much at most.
+LATE_WRITE_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +65,28 @@ def renderer_for(name: str) -> Renderer:
     raise ConfigError(f"unknown output {name!r} (known: {', '.join(known)})")
 
 
-def deliver(report: Report, specs: list[OutputSpec], verbose: bool) -> None:
-    """Every output is attempted; one that cannot be written does not stop the others."""
+def deliver(
+    report: Report, specs: list[OutputSpec], verbose: bool, run_deadline: float | None = None
+) -> None:
+    """Every output is attempted; one that cannot be written does not stop the others. No
+    write waits on its reader past the run's deadline (or `LATE_WRITE_S` from now, if later)."""
     failures: list[str] = []
+    scope = None if run_deadline is None else Scope(write_deadline(run_deadline))
     for spec in specs:
         try:
-            _deliver_one(report, spec, verbose)
+            if scope is None:
+                _deliver_one(report, spec, verbose)
+            else:
+                with entered(scope):  # what files.write_atomic waits on a reader for at most
+                    _deliver_one(report, spec, verbose)
         except OSError as exc:
             failures.append(f"--output {spec.name}={spec.path}: {exc.strerror or exc}")
     if failures:
         raise OutputError("; ".join(failures))
+
+
+def write_deadline(run_deadline: float) -> float:
+    return max(run_deadline, time.monotonic() + LATE_WRITE_S)
 
 
 class OutputError(SitscheckError):

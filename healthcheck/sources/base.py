@@ -43,6 +43,7 @@ class KernelLogStream:
     lines: Iterator[str] | None
     reason: str | None = None
     path: Path | None = None  # set when the log is a plain file: it can be scanned in chunks
+    absent: bool = False  # no log at all (a bundle without one), not one that failed to read
 
 
 @dataclass(frozen=True, slots=True)

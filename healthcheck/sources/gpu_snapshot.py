@@ -6,10 +6,13 @@ All GPUs are sampled concurrently (one thread each), so an 8-GPU node takes as l
 Every reading that is not a real value is recorded in the GPU's `unavailable` map with its
 state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other than "not
 supported" in `failures` with the NVML call and its error: missing is never zero.
+Every thread started here carries the caller's context (`in_context`): its NVML calls run
+under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -109,7 +112,7 @@ def collect_snapshot(
     started = time.monotonic()
     if on_window is not None:
         on_window()
-    pairs = threading.Thread(target=_read_pairs, args=(nvml, handles, snapshot), daemon=True)
+    pairs = in_context(_read_pairs, nvml, handles, snapshot)
     pairs.start()
     deadline = started + max(window_s, 0.0)
     live = [g for g in gpus if g["index"] in handles and "lost" not in g]
@@ -123,11 +126,18 @@ def collect_snapshot(
     return snapshot
 
 
+def in_context(work: Callable[..., None], *args: Any) -> threading.Thread:
+    """A daemon thread (not started) running work(*args) in a copy of this thread's context:
+    the deadline scope follows it. Daemon: one blocked in a hung NVML call never holds up exit."""
+    context = contextvars.copy_context()
+    return threading.Thread(target=context.run, args=(work, *args), daemon=True)
+
+
 def _each_gpu(
     gpus: list[dict[str, Any]], handles: dict[int, Any], work: Callable[[dict[str, Any], Any], None]
 ) -> None:
     threads = [
-        threading.Thread(target=work, args=(gpu, handles[gpu["index"]]), daemon=True)
+        in_context(work, gpu, handles[gpu["index"]])
         for gpu in gpus
         if gpu["index"] in handles and "lost" not in gpu
     ]
@@ -301,11 +311,7 @@ def _inventory_and_sample(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: 
     if "lost" in gpu or nvml.stuck_at is not None:
         window.counters.leave()  # no first reading: the others need not wait for it
         return
-    counters = threading.Thread(
-        target=read_counters_in_window,
-        args=(GpuRecorder(nvml, gpu), handle, window.counters),
-        daemon=True,
-    )
+    counters = in_context(read_counters_in_window, GpuRecorder(nvml, gpu), handle, window.counters)
     counters.start()
     _sample_window(nvml, gpu, handle, window)
     counters.join()  # every NVML call it makes is under a deadline

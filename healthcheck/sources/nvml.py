@@ -5,16 +5,23 @@ whether the value is real (`ok`), the GPU does not support it (`not_supported`, 
 zero and not an error), the call failed (`error`, `no_permission`), overran its deadline
 (`timeout`), or the GPU is gone (`gpu_lost`, `reset_required`). pynvml is imported lazily,
 only by a run that talks to a live driver.
+
+Each call waits at most NVML's own deadline (`nvml_deadline_s`) and never past the deadline of
+the work that owns it (the check whose scope the call runs in, `deadline.work_deadline`): a
+call that hangs ends that check UNKNOWN naming the call ("… did not answer within 3.6 s (what
+was left of its deadline)"), not "timed out". A hung call's thread cannot be killed (it is
+blocked in C): it is a daemon thread, abandoned, and never holds up the process's exit.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import ProbeError, ProbeTimeout
-from .deadline import DeadlineCaller
+from .deadline import DeadlineCaller, waiting_on, work_deadline
 
 T = TypeVar("T")
 
@@ -49,6 +56,10 @@ class NvmlUnavailable(ProbeError):
     def __init__(self, message: str, no_driver: bool) -> None:
         super().__init__(message)
         self.no_driver = no_driver
+
+
+class _NotStarted(ProbeTimeout):
+    """The owner's deadline had passed before the call: it was not made."""
 
 
 class NvmlCallError(ProbeError):
@@ -86,7 +97,7 @@ class Nvml:
             if self._initialised:
                 return
             try:
-                self._caller.call(self._lib.nvmlInit, self._deadline_s, "nvmlInit")
+                self._bounded(self._lib.nvmlInit, "nvmlInit")
             except ProbeTimeout as exc:
                 raise NvmlUnavailable(str(exc), no_driver=False) from exc
             except Exception as exc:
@@ -119,7 +130,9 @@ class Nvml:
                 label, "timeout", f"not tried: NVML stopped answering at {self._stuck_at}"
             )
         try:
-            return self._caller.call(lambda: fn(*args), self._deadline_s, label)
+            return self._bounded(lambda: fn(*args), label)
+        except _NotStarted as exc:
+            raise NvmlCallError(label, "timeout", str(exc)) from exc
         except ProbeTimeout as exc:
             self._stuck_at = self._stuck_at or label
             raise NvmlCallError(label, "timeout", str(exc)) from exc
@@ -128,6 +141,24 @@ class Nvml:
         except Exception as exc:
             state = _STATE_BY_ERROR_NAME.get(self._error_name(exc) or "", "error")
             raise NvmlCallError(label, state, self._describe(exc)) from exc
+
+    def _bounded(self, fn: Any, label: str) -> Any:
+        """fn() on a lane, waiting at most NVML's deadline and what is left of its owner's."""
+        timeout, clamped = self._deadline_s, False
+        owner = work_deadline()
+        if owner is not None and owner - time.monotonic() < timeout:
+            timeout, clamped = owner - time.monotonic(), True
+            if timeout <= 0:
+                raise _NotStarted("not tried: its caller's deadline had passed")
+        with waiting_on(label):
+            try:
+                return self._caller.call(fn, timeout, label)
+            except ProbeTimeout:
+                if not clamped:
+                    raise
+                raise ProbeTimeout(
+                    f"{label} did not answer within {timeout:.1f} s (what was left of its deadline)"
+                ) from None
 
     @property
     def stuck_at(self) -> str | None:

@@ -102,10 +102,11 @@ class ReplaySources(Memo):
         path = self._files.path(names.DMESG)
         if path is None or not path.exists():
             absent = f"{names.DMESG} is not in the bundle"
-            return KernelLogStream(ref, None, skipped_reason(self._unpacked, names.DMESG) or absent)
+            why = skipped_reason(self._unpacked, names.DMESG) or absent
+            return KernelLogStream(ref, None, why, absent=True)
         try:
             handle = open_regular(path)
-        except OSError as exc:
+        except OSError as exc:  # present but unreadable (a FIFO): UNKNOWN, never skipped
             return KernelLogStream(ref, None, f"{names.DMESG} could not be read: {exc.strerror}")
         return KernelLogStream(ref, _lines_of(handle), path=path)
 

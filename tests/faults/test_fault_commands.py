@@ -15,6 +15,7 @@ from fakes.procs import read_pids, still_running
 from fault_expect import (
     GPU_CHECKS,
     KERNEL_LOG_CHECKS,
+    LOAD_SLACK_S,
     assert_complete,
     assert_faulted,
     assert_unaffected,
@@ -22,6 +23,7 @@ from fault_expect import (
     killed_after_timeout,
     names,
     result,
+    run_bound,
     said,
 )
 from fault_node import (
@@ -63,7 +65,7 @@ def test_hung_nvidia_smi_without_nvml_is_unknown_naming_the_timeout(
     hang_command(node, pidfile)
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, RUN_DEADLINE)
+    assert_within(elapsed, run_bound(RUN_DEADLINE))
     assert_complete(report)
     for name in GPU_CHECKS:
         assert_faulted(report, name, TIMED_OUT, NO_NVML)
@@ -78,7 +80,7 @@ def test_hung_nvidia_smi_with_nvml_costs_one_timeout_and_loses_nothing(
     hang_command(node, pidfile)
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2 * FAST["command_timeout_s"] + 1.5)
+    assert_within(elapsed, 2 * FAST["command_timeout_s"] + LOAD_SLACK_S)
     assert_complete(report)
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     # the matrix is missing: NVML's topology is reported alone, and the hang is named
@@ -93,7 +95,7 @@ def test_a_hung_topology_query_alone_costs_only_the_topology_check(
     write_smi(node, {"topo": hang_body(pidfile)})
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, RUN_DEADLINE)
+    assert_within(elapsed, run_bound(RUN_DEADLINE))
     assert_faulted(report, "topology", killed_after_timeout("`nvidia-smi topo -m"))
     assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
     for name in ("driver", "gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
@@ -111,7 +113,7 @@ def test_missing_nvidia_smi_without_nvml_is_unknown_naming_both(
     remove_command(node, "nvidia-smi")
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2.0)
+    assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     for name in GPU_CHECKS:
         assert_faulted(report, name, "nvidia-smi: command not found", NO_NVML)
@@ -136,7 +138,7 @@ def test_crashing_nvidia_smi_is_unknown_naming_how_it_ended(
     write_smi(node, dict.fromkeys(SMI_FILES, body))
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2.0)
+    assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     for name in GPU_CHECKS:
         assert_faulted(report, name, said_as)
@@ -170,7 +172,7 @@ def test_damaged_nvidia_smi_output_never_crashes_a_check_or_costs_the_kernel_log
     write_smi(node, bundle=damaged_outputs(Path(node.root) / how, how))
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, 2.0)
+    assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     assert_no_internal_error(report)
     assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
@@ -217,7 +219,7 @@ def test_hung_dmesg_falls_back_to_journalctl_naming_the_hang(
     hang_command(node, pidfile, "dmesg")
     report, elapsed = run_live(node, monkeypatch.setattr)
 
-    assert_within(elapsed, RUN_DEADLINE)
+    assert_within(elapsed, run_bound(RUN_DEADLINE))
     assert_complete(report)
     assert_unaffected(report, baseline, *GPU_CHECKS, *KERNEL_LOG_CHECKS, "tensorrt")
     log = result(report, "xid").facts["log"]
@@ -236,9 +238,29 @@ def test_a_hung_kernel_log_is_unknown_within_the_run_deadline(
     run_deadline = 2.5
     report, elapsed = run_live(node, monkeypatch.setattr, run_timeout_s=run_deadline)
 
-    assert_within(elapsed, run_deadline + 0.75)
+    assert_within(elapsed, run_bound(run_deadline))
     assert_complete(report)
     for name in KERNEL_LOG_CHECKS:
         assert_faulted(report, name)
     assert_unaffected(report, baseline, *GPU_CHECKS, "tensorrt")
     assert_killed(pidfile)
+
+
+def test_a_hung_nvidia_smi_without_the_module_is_named_by_the_kernel_log_checks(
+    node: NodeSpec, pidfile: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's node: no NVIDIA kernel module (no /proc/driver/nvidia), `nvidia-smi`
+    installed and hung. xid and pcie_aer map kernel-log events to GPUs through the GPU list,
+    which then comes from sysfs: they say why, naming the command (before: nothing)."""
+    node.nvml.mode = "absent"
+    node.marker = str(Path(node.root) / "no-nvidia-module")
+    hang_command(node, pidfile)
+    report, _ = run_live(node, monkeypatch.setattr)
+
+    assert_complete(report)
+    for name in KERNEL_LOG_CHECKS:
+        check = result(report, name)
+        assert TIMED_OUT.search(said(check)), (name, said(check))
+        assert "GPU list from sysfs" in said(check), (name, said(check))
+    pids = read_pids(pidfile)
+    assert pids and still_running(pids) == []
