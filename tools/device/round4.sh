@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Device (issues 17 and 19, this round): the installed CLI on a real GPU node after the
+# streaming, needle, fixed-cost and reliability work: start-up, live runs (wall, peak RSS),
+# --load --bandwidth, and `python -m benchmarks` (the live rows and, on this node's CPU, the
+# kernel-log rows). Carry `.whl` (the dependencies' wheels and this tree's own); all lands
+# under $OUT. BENCH_GROUPS picks the benchmark groups (default: all but the rules rows).
+. tools/device/setup.sh
+nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
+wall_rss() {  # label, argv...: wall time, exit code and peak RSS of one child
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(f"{sys.argv[1]}: rc={done.returncode} {time.perf_counter() - t:.3f} s, peak RSS "
+      f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f} MB")
+PY
+}
+{
+  for n in 1 2 3; do wall_rss "python -c pass" python3 -c pass; done
+  for n in 1 2 3; do wall_rss "sitscheck checks" python3 -m sitscheck checks; done
+  for n in 1 2 3; do wall_rss "live run (default)" python3 -m sitscheck run -o "json=$log/run-$n.json"; done
+} | tee "$log/timings.txt"
+sc run --output text > "$log/run-text.txt" 2>&1; echo "text run rc=$?" >> "$log/timings.txt"
+t=$(date +%s%N); sc run --load --bandwidth --output json="$log/run-load.json" --output text > "$log/run-load.txt" 2>&1
+echo "run --load --bandwidth: rc=$? $(ms $t) ms" | tee -a "$log/timings.txt"
+python3 - "$log/run-1.json" "$log/run-load.json" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    r = json.load(open(path))
+    print(path.rsplit("/", 1)[-1], r["status"], [(c["name"], c["status"]) for c in r["checks"]])
+    for c in r["checks"]:
+        if c["name"] in ("gpu_telemetry", "bandwidth"):
+            for g in c["facts"].get("gpus", []):
+                print(" ", c["name"], {k: g.get(k) for k in ("power_w", "clock_reasons",
+                      "sm_clock_mhz", "h2d_gbs", "d2h_gbs", "local_gbs")})
+    print("  not ok:", [v["rule"] + ":" + v["status"] for v in r["verdicts"] if v["status"] != "ok"])
+PY
+BENCH_ONLY=${BENCH_GROUPS:-startup,live,replay,whole,kernlog,russian,storm} BENCH_REPEAT=3 \
+  timeout 420 python3 -m benchmarks > "$log/benchmarks.txt" 2>&1
+echo "benchmarks rc=$?" >> "$log/benchmarks.txt"
+cat "$log/benchmarks.txt"; head -30 "$log/run-text.txt"
+( cd "$log" && tar czf "$OUT/logs.tar.gz" . )
