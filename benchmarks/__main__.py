@@ -236,9 +236,7 @@ def bench_many_rules(scratch: Path) -> Row:
     folder = scratch / "rules10k"
     many_rules(folder, 10_000)
     report = scratch / "rules10k.json"
-    argv = sitscheck(
-        "run", "--from", str(EXAMPLE), "--rules", str(folder), "--run-timeout", "5"
-    )
+    argv = sitscheck("run", "--from", str(EXAMPLE), "--rules", str(folder), "--run-timeout", "5")
     sample = best_of([*argv, "--output", f"json={report}"], 1)
     unknown = 0
     if report.exists():

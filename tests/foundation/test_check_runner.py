@@ -185,9 +185,7 @@ def test_a_finding_or_metric_the_check_does_not_declare_makes_it_unknown(
         findings=[finding("x.undeclared", Severity.WARNING)],
         metrics=[Metric(name="x.metric", value=1.0, unit="1")],
     )
-    (result,) = run_checks(
-        [FakeCheck("x", output=output, declare_output=False)], sources, config()
-    )
+    (result,) = run_checks([FakeCheck("x", output=output, declare_output=False)], sources, config())
     assert result.status == Status.UNKNOWN
     assert result.error is not None
     assert "finding code x.undeclared" in result.error and "metric x.metric" in result.error

@@ -43,6 +43,8 @@ def normalise(code: str) -> str:
         if named is not None:
             return named
     return code.strip().lower()
+
+
 CHECKS = TESTS.parent / "checks"
 _LITERAL = re.compile(r"""\bcode=(f?)"([^"]+)\"""")
 _QUOTED = re.compile(r'"([a-z_]+\.[a-z0-9_]+)"')
