@@ -12,11 +12,14 @@ else `IN_PLACE_WRITE_S`): a reader that never reads costs that output, not the r
 from __future__ import annotations
 
 import errno
+import io
 import os
 import select
+import stat
 import tempfile
 import time
 from pathlib import Path
+from typing import TextIO
 
 from ..sources.deadline import current_scope
 
@@ -59,7 +62,7 @@ def write_in_place(path: Path, data: bytes, deadline: float) -> None:
     """Write `data` to a path that is not a regular file, never blocking past `deadline`."""
     fd = _open_in_place(path)
     try:
-        _write_until(fd, memoryview(data), deadline, path)
+        _write_until(fd, memoryview(data), deadline, str(path))
     finally:
         os.close(fd)
 
@@ -77,29 +80,66 @@ def _open_in_place(path: Path) -> int:
         raise
 
 
-def _write_until(fd: int, rest: memoryview, deadline: float, path: Path) -> None:
+def _write_until(
+    fd: int, rest: memoryview, deadline: float, name: str, shared: bool = False
+) -> None:
     """Write all of `rest` as the reader takes it; a reader that stops reading until the
-    deadline leaves the output cut, which is an error naming how much was taken."""
+    deadline leaves the output cut, which is an error naming how much was taken. A non-blocking
+    descriptor is written as far as it takes, then polled; a `shared` one stays blocking (it
+    is not ours to change: stdout), so it is polled first and given at most PIPE_BUF bytes a
+    write, which a pipe that polls writable takes without blocking."""
     total = len(rest)
     poller = select.poll()
     poller.register(fd, select.POLLOUT)
     began = time.monotonic()
+    limit = select.PIPE_BUF if shared else total
+    writable = not shared
     while rest:
-        try:
-            rest = rest[os.write(fd, rest) :]
+        if writable:
+            try:
+                rest = rest[os.write(fd, rest[:limit]) :]
+                writable = not shared
+            except BlockingIOError:
+                writable = False
             continue
-        except BlockingIOError:
-            pass
         left = deadline - time.monotonic()
         if left <= 0:
-            waited = max(time.monotonic() - began, 0.0)
-            raise OSError(
-                errno.ETIMEDOUT,
-                f"its reader took {total - len(rest)} of {total} bytes and read no more within "
-                f"{waited:.1f} s (the run's deadline); not written whole",
-                str(path),
-            )
-        poller.poll(max(int(left * 1000), 1))
+            raise _cut_short(total - len(rest), total, began, name)
+        events = poller.poll(max(int(left * 1000), 1))
+        if any(flags & (select.POLLERR | select.POLLHUP) for _fd, flags in events):
+            raise OSError(errno.EPIPE, "its reader closed it; not written whole", name)
+        writable = bool(events)
+
+
+def _cut_short(taken: int, total: int, began: float, name: str) -> OSError:
+    waited = max(time.monotonic() - began, 0.0)
+    return OSError(
+        errno.ETIMEDOUT,
+        f"its reader took {taken} of {total} bytes and read no more within {waited:.1f} s "
+        "(the run's deadline); not written whole",
+        name,
+    )
+
+
+def write_stream(stream: TextIO, text: str, deadline: float | None = None) -> None:
+    """Write `text` to a text stream (the run's stdout). A pipe, FIFO or socket is written as
+    its reader takes it, a pipe-buffer's worth at a time once poll says it has room, and never
+    past the deadline: `sitscheck run -o json | reader-that-hangs` ends, with the output cut
+    and named. A terminal, a file, or a stream with no descriptor (a test's capture) is
+    written as it is."""
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+        piped = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        piped = False
+    if not piped:
+        stream.write(text)
+        stream.flush()
+        return
+    stream.flush()
+    data = text.encode(stream.encoding or "utf-8", errors=stream.errors or "strict")
+    _write_until(fd, memoryview(data), _in_place_deadline(deadline), "stdout", shared=True)
 
 
 def with_suppressed_unlink(path: str) -> None:

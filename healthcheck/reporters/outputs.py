@@ -22,7 +22,7 @@ from ..contract.plugins import entry_points
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
 from ..sources.deadline import Scope, entered
-from .files import write_atomic
+from .files import write_atomic, write_stream
 
 Renderer = Callable[[Report, bool], str]
 REPORTERS_GROUP = "sitscheck.reporters"
@@ -69,18 +69,19 @@ def deliver(
     report: Report, specs: list[OutputSpec], verbose: bool, run_deadline: float | None = None
 ) -> None:
     """Every output is attempted; one that cannot be written does not stop the others. No
-    write waits on its reader past the run's deadline (or `LATE_WRITE_S` from now, if later)."""
+    write waits on its reader past the run's deadline, or `LATE_WRITE_S` from its own start
+    if that is later (so a stalled reader of one output does not cut the next one short)."""
     failures: list[str] = []
-    scope = None if run_deadline is None else Scope(write_deadline(run_deadline))
     for spec in specs:
         try:
-            if scope is None:
+            if run_deadline is None:
                 _deliver_one(report, spec, verbose)
-            else:
-                with entered(scope):  # what files.write_atomic waits on a reader for at most
+            else:  # each output's own scope: one whose reader stalls leaves the next its time
+                with entered(Scope(write_deadline(run_deadline))):
                     _deliver_one(report, spec, verbose)
         except OSError as exc:
-            failures.append(f"--output {spec.name}={spec.path}: {exc.strerror or exc}")
+            where = f"={spec.path}" if spec.path is not None else " (stdout)"
+            failures.append(f"--output {spec.name}{where}: {exc.strerror or exc}")
     if failures:
         raise OutputError("; ".join(failures))
 
@@ -101,8 +102,7 @@ def _deliver_one(report: Report, spec: OutputSpec, verbose: bool) -> None:
         return
     text = renderer_for(spec.name)(report, verbose)
     if spec.path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        write_stream(sys.stdout, text)  # a pipe is written under the deadline too
     else:
         target = spec.path / f"sitscheck.{spec.name}" if spec.path.is_dir() else spec.path
         write_atomic(target, text)

@@ -142,3 +142,36 @@ def test_a_fifo_whose_reader_reads_gets_the_whole_report_installed_cli(
     assert len(got) > 4096  # more than the pipe holds: written as the reader read
     assert got == regular.read_bytes()
     assert Report.model_validate(json.loads(got)).checks
+
+
+def test_stdout_a_pipe_whose_reader_never_reads_ends_within_the_deadline_installed_cli(
+    tmp_path: Path, readers: list[subprocess.Popen[bytes]]
+) -> None:
+    """`sitscheck run -o json | reader-that-hangs`: stdout is written as the reader takes it,
+    never past the run's deadline (before: the write blocked until the reader read or died).
+    The file output after it is still written."""
+    fifo, reader = fifo_with_reader(tmp_path, "stdout.fifo", "never")
+    readers.append(reader)
+    target = tmp_path / "report.txt"
+    argv = [str(SITSCHECK), "run", "--from", str(BUNDLE), "--run-timeout", str(RUN_TIMEOUT_S)]
+    argv += ["-o", "json", "-o", f"text={target}"]
+    began = time.monotonic()
+    with fifo.open("wb", buffering=0) as stdout:
+        done = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+    elapsed = time.monotonic() - began
+
+    assert done.returncode == 3, done.stderr
+    assert_within(elapsed, RUN_TIMEOUT_S + LATE_WRITE_S + 30.0)
+    assert "--output json (stdout): its reader took " in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "checks:" in target.read_text()
+    assert reader.poll() is None
+
+
+def test_stdout_a_pipe_that_is_read_gets_the_whole_report_installed_cli(tmp_path: Path) -> None:
+    regular = tmp_path / "regular.json"
+    argv = [str(SITSCHECK), "run", "--from", str(BUNDLE), "-o", "json", "-o", f"json={regular}"]
+    done = subprocess.run(argv, capture_output=True, timeout=120)  # stdout: a pipe, read
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout) > 4096
+    assert done.stdout == regular.read_bytes()
