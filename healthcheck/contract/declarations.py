@@ -173,15 +173,22 @@ class KernelLogInterest:
     """A check's part in the one kernel-log pass: cheap anchors (found in C over the whole
     log) and a line handler ("module:attribute", a class or factory made once per pass).
     A line is a candidate when some interest wants it: its `wants` test ("module:function" of
-    the raw line), else it holds one of the interest's needles. Every handler receives every
-    candidate line in log order (the lines around its own reports too) and ignores what it
-    does not read. `head_lines`: the log's first lines are candidates too (the tail of a report
-    cut off by the start of the log)."""
+    the raw line), else it holds one of the interest's needles. A handler with a
+    `feed_text(body, time)` method receives only the lines its own interest wants (as message
+    and time); any other receives every candidate line in log order (the lines around its own
+    reports too) and ignores what it does not read. `head_lines`: the log's first lines are
+    candidates too (the tail of a report cut off by the start of the log).
+
+    `wants_needles`: ASCII byte strings of which every line `wants` accepts holds at least one
+    (`wants` stays the test; a line with none of them is not handed to it): the lines near an
+    anchor that hold none are then skipped in C, not made into text. Without it, or with a
+    needle that is not ASCII, every line near an anchor is tested."""
 
     anchors: tuple[Anchor, ...]
     handler: str
     wants: str | None = None
     head_lines: int = 0
+    wants_needles: tuple[bytes, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,21 +17,28 @@ __all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_lines"]
 
 
 MAX_TAIL = 64 * 1024
+_NEAR = 16 * 1024  # a hit this close after another one's line: the lines between are counted
 
 
 def iter_candidate_lines(
-    chunks: Iterable[Chunk], anchors: Sequence[Anchor], *, head_lines: int = 0
+    chunks: Iterable[Chunk],
+    anchors: Sequence[Anchor],
+    *,
+    head_lines: int = 0,
+    keep: Sequence[bytes] | None = None,
 ) -> Iterator[str]:
     """The lines of a byte stream (read in chunks of any size) that contain an anchor's needle,
     plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
     tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
+    With `keep`, only those of them that hold an anchor's needle or one of `keep` (found in C,
+    the others never made into text).
 
     Needles are found in C over whole chunks (`NeedleFinder`), so a large log with few matches
     costs little more than reading it; chunks are searched in place (anchors without `before`
     need no copy of them), and a chunk may be a buffer the caller refills once the lines of it
     have been taken. Only one chunk and the lines kept are held in memory.
     """
-    scan = _ChunkScan(anchors)
+    scan = _ChunkScan(anchors, keep)
     scan.owed = head_lines
     tail = b""
     for chunk in chunks:
@@ -58,9 +65,12 @@ class _ChunkScan:
     """Scans the whole lines buf[start:stop] of each chunk. The last `before` lines wait for the
     next chunk (a hit there may want them); `after` lines still owed at the end carry over."""
 
-    def __init__(self, anchors: Sequence[Anchor]) -> None:
+    def __init__(self, anchors: Sequence[Anchor], keep: Sequence[bytes] | None = None) -> None:
         self.anchors = anchors
         self.finder = NeedleFinder([anchor.needle for anchor in anchors])
+        self.kept: NeedleFinder | None = None
+        if keep is not None:
+            self.kept = NeedleFinder([*(anchor.needle for anchor in anchors), *keep])
         self.keep = max((anchor.before for anchor in anchors), default=0)
         self.owed = 0
         self.held = b""
@@ -73,7 +83,7 @@ class _ChunkScan:
             base, start, stop = len(self.held), 0, len(self.held) + stop - start
         ranges = self.held_ranges + self._ranges(buf, start, base, stop)
         cut = stop if final or not self.keep else _back_lines(buf, start, stop, self.keep)
-        out: list[str] = []
+        spans: list[list[int]] = []  # the ranges before `cut`, those that touch joined
         sent = start
         carried: list[tuple[int, int]] = []
         for first, last in sorted(ranges):
@@ -82,11 +92,21 @@ class _ChunkScan:
                 continue
             if last > cut:
                 carried.append((max(first, cut) - cut, last - cut))
-            if min(last, cut) > first:
-                out.extend(_decode_lines(buf[first : min(last, cut)]))
+            end = min(last, cut)
+            if end > first:
+                if spans and spans[-1][1] == first:
+                    spans[-1][1] = end
+                else:
+                    spans.append([first, end])
             sent = last
         self.held = bytes(buf[cut:stop])
         self.held_ranges = carried
+        out: list[str] = []
+        for first, end in spans:
+            if self.kept is None:
+                out.extend(_decode_lines(buf[first:end]))
+            else:
+                out.extend(_lines_at(buf, first, end, self.kept))
         return out
 
     def _ranges(self, buf: Chunk, floor: int, base: int, stop: int) -> list[tuple[int, int]]:
@@ -113,7 +133,12 @@ class _ChunkScan:
                     owed = max(owed, anchor.after - done)
                 else:  # the next hit's window covers the rest: this one may stop at its line
                     following_start = buf.rfind(b"\n", line_end, hits[index]) + 1 or line_end
-                    last, _ = _skip_lines(buf, line_end, following_start, anchor.after)
+                    if following_start - line_end <= _NEAR and (
+                        buf.count(b"\n", line_end, following_start) <= anchor.after
+                    ):  # (counted in C) the lines up to the next hit's, all of them
+                        last = following_start
+                    else:
+                        last, _ = _skip_lines(buf, line_end, following_start, anchor.after)
                 ranges.append((first, last))
         self.owed = owed
         return ranges
@@ -130,6 +155,20 @@ def count_newlines(chunk: Chunk) -> int:
 def _decode_lines(block: Chunk) -> Iterator[str]:
     for line in block.split(b"\n")[:-1]:
         yield line.decode("utf-8", "replace")
+
+
+def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[str]:
+    """The lines of buf[first:end] (whole lines) that hold one of the finder's needles."""
+    out: list[str] = []
+    find, rfind = buf.find, buf.rfind
+    line_end = first
+    for at in finder.line_hits(buf, first, end):
+        if at < line_end:
+            continue  # on the line just taken
+        start = rfind(b"\n", first, at) + 1 or first
+        line_end = find(b"\n", at, end) + 1
+        out.append(buf[start : line_end - 1].decode("utf-8", "replace"))
+    return out
 
 
 def _back_lines(buf: Chunk, floor: int, line_start: int, count: int) -> int:

@@ -132,6 +132,20 @@ class NeedleFinder:
             found[needle] = self._literal_hits(buf, needle, lo, hi)
         return found
 
+    def line_hits(self, buf: Chunk, lo: int, hi: int) -> list[int]:
+        """Offsets in buf[lo:hi], in order, each where a needle begins, such that every line
+        there that holds a needle holds one of them: through the automaton, its leftmost
+        matches (a line holding a needle holds the start of one, as no needle holds a line
+        break); else every offset `find` gives."""
+        if self.automata is None:
+            found = self.find(buf, lo, hi)
+            return sorted(at for hits in found.values() for at in hits)
+        if hi <= lo:
+            return []
+        with memoryview(buf) as view, view[lo:hi] as region:
+            matches = self.automata[0].find_matches_as_indexes(region)
+        return [lo + start for _, start, _ in matches]
+
     def _find_lines(
         self, buf: Chunk, lo: int, hi: int, first: BytesAhoCorasick, every: BytesAhoCorasick
     ) -> dict[bytes, list[int]]:

@@ -73,6 +73,7 @@ class _Handlers:
         self.handlers: list[LineHandler] = [_made(i.handler) for i in interests.values()]
         self.anchors: tuple[Anchor, ...] = tuple(a for i in interests.values() for a in i.anchors)
         self.head_lines = max((i.head_lines for i in interests.values()), default=0)
+        self.needles = _wanted_needles(interests.values())
         tests = [_test_of(i) for i in interests.values()]
         routes = [_Route(t, h) for t, h in zip(tests, self.handlers, strict=True)]
         self.own = [r for r in routes if r.feed_text is not None]
@@ -144,6 +145,24 @@ def _test_of(interest: KernelLogInterest) -> Callable[[str], bool]:
     return _holds_any(tuple(a.needle.decode() for a in interest.anchors))
 
 
+def _wanted_needles(interests: Iterable[KernelLogInterest]) -> tuple[bytes, ...] | None:
+    """Byte strings of which every line some interest wants holds one (its anchors' needles
+    where it has no `wants` test, else its `wants_needles`); None where an interest's test
+    says nothing of what its lines hold, or a needle is not ASCII (a line's bytes hold an
+    ASCII needle exactly where its text, decoded with replacement, does)."""
+    needles: list[bytes] = []
+    for interest in interests:
+        if interest.wants is None:
+            needles += (anchor.needle for anchor in interest.anchors)
+        elif interest.wants_needles is None:
+            return None
+        else:
+            needles += interest.wants_needles
+    if not all(needle and needle.isascii() for needle in needles):
+        return None
+    return tuple(dict.fromkeys(needles))
+
+
 def _holds_any(needles: tuple[str, ...]) -> Callable[[str], bool]:
     def holds(raw: str) -> bool:
         for needle in needles:
@@ -194,7 +213,10 @@ def scan_file(path: Path, interests: Mapping[str, KernelLogInterest]) -> tuple[i
     counter = _ChunkCounter()
     with path.open("rb", buffering=0) as handle:
         found = iter_candidate_lines(
-            counter.count(_read_chunks(handle)), handlers.anchors, head_lines=handlers.head_lines
+            counter.count(_read_chunks(handle)),
+            handlers.anchors,
+            head_lines=handlers.head_lines,
+            keep=handlers.needles,
         )
         handlers.feed(found)
     return counter.lines, handlers.results()
