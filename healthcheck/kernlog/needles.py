@@ -96,6 +96,12 @@ class NeedleFinder:
                 BytesAhoCorasick(patterns, matchkind=MatchKind.LeftmostFirst),
                 BytesAhoCorasick(patterns, matchkind=MatchKind.Standard),
             )
+        # the needles (by index) a match of which may hide where another one begins
+        self.hiding = frozenset(
+            index
+            for index, needle in enumerate(self.needles)
+            if any(_may_hide(needle, other) for other in self.needles)
+        )
         self.literal = {needle: re.compile(re.escape(needle)) for needle in self.needles}
         self.overlapping = {needle for needle in self.needles if _self_overlapping(needle)}
         self.plan = Plan(literal=self.needles)
@@ -150,31 +156,39 @@ class NeedleFinder:
         self, buf: Chunk, lo: int, hi: int, first: BytesAhoCorasick, every: BytesAhoCorasick
     ) -> dict[bytes, list[int]]:
         """Through the automata: the leftmost match of each run of needles (no two overlap),
-        then every match from there to the end of its line. Nothing begins between one
-        leftmost match's end and the next's start, and a needle that begins inside a match
-        begins on that match's line (no needle holds a line break)."""
+        then, after a match of a needle that may hide another (`_may_hide`), every match from
+        there to the end of its line. Nothing begins between one leftmost match's end and the
+        next's start, a needle that begins inside a match begins on that match's line (no
+        needle holds a line break), and none begins inside a match of a needle that hides
+        none."""
         found: dict[bytes, list[int]] = {needle: [] for needle in self.needles}
         if hi <= lo:
             return found
+        needles, hiding = self.needles, self.hiding
         with memoryview(buf) as view:
             with view[lo:hi] as region:
                 matches = first.find_matches_as_indexes(region)
             spans: list[list[int]] = []
-            for _, start, _ in matches:
+            direct: list[tuple[int, int]] = []  # (offset, needle) of the matches that hide none
+            for index, start, _ in matches:
                 at = lo + start
                 if spans and at < spans[-1][1]:
                     continue  # on a line already taken
+                if index not in hiding:
+                    direct.append((at, index))
+                    continue
                 end = buf.find(b"\n", at, hi)
                 line_end = hi if end < 0 else end + 1
                 if spans and at - spans[-1][1] <= _SPAN_GAP:
                     spans[-1][1] = line_end
                 else:
                     spans.append([at, line_end])
-            needles = self.needles
             for begin, end in spans:
                 with view[begin:end] as span:
                     for index, start, _ in every.find_matches_as_indexes(span, overlapping=True):
                         found[needles[index]].append(begin + start)
+        if direct:
+            _add_outside(found, needles, direct, spans)
         return found
 
     def _find_units(
@@ -451,6 +465,39 @@ def _unit_hits(
                 return None
         at = find(key, at + 1)
     return found
+
+
+def _may_hide(needle: bytes, other: bytes) -> bool:
+    """Whether `other` may begin inside a match of `needle` (at its start, as a needle listed
+    later, or after): an end of `needle` is a start of `other`, or holds it."""
+    for at in range(len(needle)):
+        rest = needle[at:]
+        if (at or other is not needle) and (other.startswith(rest) or rest.startswith(other)):
+            return True
+    return False
+
+
+def _add_outside(
+    found: dict[bytes, list[int]],
+    needles: tuple[bytes, ...],
+    direct: list[tuple[int, int]],
+    spans: list[list[int]],
+) -> None:
+    """Adds each (offset, needle index) not inside a span (whose matches are all in `found`
+    already), keeping every needle's offsets in order."""
+    touched: set[bytes] = set()
+    index = 0
+    for at, which in direct:
+        while index < len(spans) and spans[index][1] <= at:
+            index += 1
+        if index < len(spans) and spans[index][0] <= at:
+            continue
+        needle = needles[which]
+        found[needle].append(at)
+        touched.add(needle)
+    if spans:
+        for needle in touched:
+            found[needle].sort()
 
 
 def _self_overlapping(needle: bytes) -> bool:

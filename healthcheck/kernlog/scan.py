@@ -82,22 +82,24 @@ class _Handlers:
         self._takers = _takers(self.own)
 
     def feed(self, raw_lines: Iterable[str]) -> None:
-        line = self._line if self.rest else self._own_line
-        for raw in raw_lines:
-            line(raw)
-
-    def _own_line(self, raw: str) -> None:
-        """`_line` when every handler reads only the lines its interest wants."""
-        own = self._takers(raw)
-        if not own:
-            return  # most candidate lines: wanted by none
-        plain = self._plain.split(raw)
-        if plain is None:
-            self._split(raw, own, [])
+        if self.rest:
+            line = self._line
+            for raw in raw_lines:
+                line(raw)
             return
-        body, time = plain
-        for route in own:
-            route.feed_text(body, time)  # type: ignore[misc]
+        # every handler reads only the lines its interest wants: `_line`, in one loop
+        takers, split = self._takers, self._plain.split
+        for raw in raw_lines:
+            own = takers(raw)
+            if not own:
+                continue  # wanted by none
+            plain = split(raw)
+            if plain is None:
+                self._split(raw, own, [])
+                continue
+            body, time = plain
+            for route in own:
+                route.feed_text(body, time)  # type: ignore[misc]
 
     def _line(self, raw: str) -> None:
         own = [r for r in self.own if r.test(raw)]
@@ -117,16 +119,19 @@ class _Handlers:
 
 def _takers(routes: list[_Route]) -> Callable[[str], list[_Route]]:
     """The routes whose test wants a line, each test called once (the usual three spelled
-    out: this runs for every candidate line)."""
+    out: this runs for every candidate line). The lists given are shared: not to be changed."""
     if len(routes) == 3:
-        one, two, three = routes
-        test_one, test_two, test_three = one.test, two.test, three.test
+        test_one, test_two, test_three = (route.test for route in routes)
+        # the routes wanting a line, by which of the three do (bits 1, 2, 4)
+        chosen = [
+            [r for bit, r in zip((1, 2, 4), routes, strict=True) if mask & bit] for mask in range(8)
+        ]
 
         def takers(raw: str) -> list[_Route]:
-            wants_one, wants_two, wants_three = test_one(raw), test_two(raw), test_three(raw)
-            if not (wants_one or wants_two or wants_three):
-                return []
-            return [r for r, w in ((one, wants_one), (two, wants_two), (three, wants_three)) if w]
+            return chosen[
+                (1 if test_one(raw) else 0) | (2 if test_two(raw) else 0)
+                | (4 if test_three(raw) else 0)
+            ]  # fmt: skip
 
         return takers
     return lambda raw: [r for r in routes if r.test(raw)]

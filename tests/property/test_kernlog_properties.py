@@ -14,7 +14,7 @@ from unittest.mock import patch
 
 import pytest
 import sitscheck.kernlog.needles as needles_module
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
@@ -469,6 +469,9 @@ def test_bulk_search_finds_every_needle_in_the_region(
 @pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent")
 @settings(max_examples=300, deadline=None)
 @given(region=_region(), newlines=st.lists(st.integers(0, 300), max_size=8))
+# a needle that hides none ("Xid") between two lines searched for all of them ("ARM" may hide
+# "RMX") and one after them, on its own line and on theirs
+@example(region=(b"ARM\nXid\nARM Xid\nXid RMX\n" + b"x" * 5000 + b"Xid\n", 0, 5023), newlines=[])
 def test_automaton_finds_every_needle_in_the_region(
     region: tuple[bytes, int, int], newlines: list[int]
 ) -> None:
