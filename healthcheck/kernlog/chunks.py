@@ -7,7 +7,6 @@ are decoded and handed on. Pure: bytes in, text lines out.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..contract.declarations import Anchor
@@ -17,7 +16,7 @@ __all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_lines"]
 
 
 MAX_TAIL = 64 * 1024
-_NEAR = 16 * 1024  # a hit this close after another one's line: the lines between are counted
+_NEAR = 16 * 1024  # a hit this close after another: the line breaks between them are counted
 
 
 def iter_candidate_lines(
@@ -119,26 +118,30 @@ class _ChunkScan:
             ranges.append((base, end))
             owed = self.owed - done
         found = self.finder.find(buf, base, stop)
+        count = buf.count
         for anchor in self.anchors:
             hits = found[anchor.needle]
+            after = anchor.after
             index = 0
             while index < len(hits):
                 at = hits[index]
-                line_end = buf.find(b"\n", at, stop) + 1
                 line_start = buf.rfind(b"\n", base, at) + 1 or base
                 first = _back_lines(buf, floor, line_start, anchor.before)
-                index = bisect_left(hits, line_end, index + 1)  # the first hit on a later line
+                # the hits after it on its line or within `after` lines of the one before (the
+                # breaks between counted in C): their windows and its make one range
+                index += 1
+                while index < len(hits) and (
+                    hits[index] - at <= _NEAR and count(b"\n", at, hits[index]) <= after
+                ):
+                    at = hits[index]
+                    index += 1
+                line_end = buf.find(b"\n", at, stop) + 1
                 if index == len(hits):
-                    last, done = _skip_lines(buf, line_end, stop, anchor.after)
-                    owed = max(owed, anchor.after - done)
+                    last, done = _skip_lines(buf, line_end, stop, after)
+                    owed = max(owed, after - done)
                 else:  # the next hit's window covers the rest: this one may stop at its line
                     following_start = buf.rfind(b"\n", line_end, hits[index]) + 1 or line_end
-                    if following_start - line_end <= _NEAR and (
-                        buf.count(b"\n", line_end, following_start) <= anchor.after
-                    ):  # (counted in C) the lines up to the next hit's, all of them
-                        last = following_start
-                    else:
-                        last, _ = _skip_lines(buf, line_end, following_start, anchor.after)
+                    last, _ = _skip_lines(buf, line_end, following_start, after)
                 ranges.append((first, last))
         self.owed = owed
         return ranges
