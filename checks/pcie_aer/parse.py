@@ -610,7 +610,10 @@ def _is_live(slot: _Slot, live: set[int]) -> bool:
     if id(slot) in live:
         return True
     if isinstance(slot, _Header):
-        return any(id(block) in live for block in slot.blocks)
+        for block in slot.blocks:
+            if id(block) in live:
+                return True
+        return False
     if isinstance(slot, _Section):
         return slot.merged is not None and id(slot.merged) in live
     return False

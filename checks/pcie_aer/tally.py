@@ -23,6 +23,16 @@ EXCERPT = 5  # reports quoted in a finding's excerpt
 UNCORRECTABLE = ("nonfatal", "fatal")
 
 
+def _seconds(when: str | None) -> float | None:
+    """`seconds`, the plain `dmesg` stamp ("68183.615790") read at once."""
+    if when and when[0].isdigit():
+        try:
+            return float(when)  # what `seconds` gives (it strips the text first, as float does)
+        except ValueError:
+            pass
+    return seconds(when)
+
+
 class BusTally:
     """The reports of one device in error (`device or reporter`)."""
 
@@ -60,7 +70,7 @@ class AerTally(Tally["AerEvent"]):
     def add(self, index: int, event: AerEvent) -> None:
         """One event and its place in the log (events may come out of order)."""
         when = event.time
-        at = seconds(when)
+        at = _seconds(when)
         severity = event.severity
         self.storm.add_keyed(
             index, event, (event.device, severity, event.type, event.errors), when, at

@@ -7,7 +7,8 @@
   that report's events each time, and the same events whatever other lines come in between;
 - the pass's `PlainLines.split` gives the same body and time, or leaves the line to the
   general code;
-- the objects both make without their dataclass's __init__ have every field set.
+- the objects both make without their dataclass's __init__ have every field set;
+- the AER tally reads a plain stamp's seconds as `times.seconds` does.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import parse_aer
+from sitscheck.checks.pcie_aer.tally import _seconds
 from sitscheck.kernlog.lines import KernelLine, PlainLines, iter_kernel_lines, split_kernel_line
+from sitscheck.kernlog.times import seconds
 
 _STAMP_PARTS = st.tuples(
     st.sampled_from(["", " ", "    ", " " * 24, " " * 25, "\t"]),
@@ -146,3 +149,17 @@ def test_a_storm_of_one_report_gives_its_events_each_time(
     for index, fact in enumerate(facts):
         assert fact["time"] == f"{index // len(single)}.000000"
         assert {**fact, "time": None} == single[index % len(single)]
+
+
+@settings(max_examples=500)
+@given(
+    when=st.none()
+    | st.text(max_size=30)
+    | st.lists(
+        st.sampled_from(["0", "9", "68183", ".", "615790", " ", "+", "-", "e", "_", "٣", ":", "T"]),
+        max_size=8,
+    ).map("".join)
+)
+def test_the_tallys_seconds_are_those_of_times(when: str | None) -> None:
+    fast, general = _seconds(when), seconds(when)
+    assert fast == general or (fast != fast and general != general)  # both NaN ("nan")
