@@ -29,8 +29,9 @@ def iter_candidate_lines(
     """The lines of a byte stream (read in chunks of any size) that contain an anchor's needle,
     plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
     tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
-    With `keep`, only those of them that hold an anchor's needle or one of `keep` (found in C,
-    the others never made into text).
+    With `keep`, those of them that hold an anchor's needle or one of `keep` (found in C), and
+    of the others at most those in a run of lines most of which hold one (the rest never made
+    into text).
 
     Needles are found in C over whole chunks (`NeedleFinder`), so a large log with few matches
     costs little more than reading it; chunks are searched in place (anchors without `before`
@@ -161,11 +162,15 @@ def _decode_lines(block: Chunk) -> Iterator[str]:
 
 
 def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[str]:
-    """The lines of buf[first:end] (whole lines) that hold one of the finder's needles."""
+    """The lines of buf[first:end] (whole lines) that hold one of the finder's needles; all
+    of them where most do (splitting them all costs less than finding each)."""
+    hits = finder.line_hits(buf, first, end)
+    if 2 * len(hits) > buf.count(b"\n", first, end):
+        return list(_decode_lines(buf[first:end]))
     out: list[str] = []
     find, rfind = buf.find, buf.rfind
     line_end = first
-    for at in finder.line_hits(buf, first, end):
+    for at in hits:
         if at < line_end:
             continue  # on the line just taken
         start = rfind(b"\n", first, at) + 1 or first

@@ -3,7 +3,9 @@
 Each check brings its own anchors and line handler (`KernelLogInterest`); the core imports no
 check. The log is searched for every anchor's needle in C (`iter_candidate_lines`), so a large
 log with few matches costs little more than reading it; a candidate line is one that some
-interest wants (its `wants` test, else one of its needles). A handler with
+interest wants (its `wants` test, else one of its needles). Where every interest says which
+needles the lines it wants hold (`wants_needles`, else its anchors'), the lines near an
+anchor that hold none are skipped in C too (an error storm's other lines). A handler with
 `feed_text` receives the lines its own interest wants, as message and time; any other receives
 every candidate line in log order (the neighbours of its own reports included) and ignores
 what it does not read.

@@ -2,8 +2,9 @@
 `iter_candidate_lines(keep=...)`), and that changes nothing a handler is given:
 
 - every line a check's `wants` test accepts holds one of its declared `wants_needles`;
-- with `keep`, the candidate lines are exactly those of the candidates without it that hold
-  an anchor's needle or one of `keep` (any chunking, bytes that are not UTF-8);
+- with `keep`, the candidate lines are those of the candidates without it that hold an
+  anchor's needle or one of `keep` (any chunking, bytes that are not UTF-8), and of the
+  others only some where most lines around hold one;
 - over a whole file, each handler is handed the same lines, in the same order, as when every
   line near an anchor is tested in Python.
 """
@@ -104,7 +105,24 @@ def test_kept_candidates_are_the_candidates_that_hold_a_needle(
     every = list(iter_candidate_lines(chunks, anchors, head_lines=head_lines))
     kept = list(iter_candidate_lines(chunks, anchors, head_lines=head_lines, keep=keep))
     needles = [*keep, *(anchor.needle for anchor in anchors)]
-    assert kept == [line for line in every if _holds(line, needles)]
+    assert [line for line in kept if _holds(line, needles)] == [
+        line for line in every if _holds(line, needles)
+    ]
+    rest = iter(every)
+    assert all(any(line == other for other in rest) for line in kept)  # in order, from `every`
+
+
+def test_the_window_lines_that_hold_no_needle_are_left_out() -> None:
+    noise = [b"[    5.0] usb 1-4: new high-speed USB device %d" % n for n in range(10)]
+    report = [
+        b"[    6.0] pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
+        b"[    6.0] nvidia 0000:19:00.0:    [ 0] RxErr                  (First)",
+    ]
+    data = b"\n".join([*noise, report[0], *noise, report[1], *noise]) + b"\n"
+    anchors = [Anchor(b"AER", after=48)]
+    assert len(list(iter_candidate_lines([data], anchors))) == 22
+    kept = list(iter_candidate_lines([data], anchors, keep=[b":    ["]))
+    assert kept == [line.decode() for line in report]
 
 
 class Seen:
