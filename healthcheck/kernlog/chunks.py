@@ -16,6 +16,9 @@ __all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_lines"]
 
 
 MAX_TAIL = 64 * 1024
+# a needle every this many bytes or closer: most lines hold one (the lines of a kernel log are
+# 60-120 bytes long), so all of them are taken
+_DENSE_BYTES = 160
 _NEAR = 16 * 1024  # a hit this close after another: the line breaks between them are counted
 
 
@@ -30,8 +33,8 @@ def iter_candidate_lines(
     plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
     tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
     With `keep`, those of them that hold an anchor's needle or one of `keep` (found in C), and
-    of the others at most those in a run of lines most of which hold one (the rest never made
-    into text).
+    of the others at most those of a run of lines where these needles are dense (the rest are
+    never made into text).
 
     Needles are found in C over whole chunks (`NeedleFinder`), so a large log with few matches
     costs little more than reading it; chunks are searched in place (anchors without `before`
@@ -163,9 +166,9 @@ def _decode_lines(block: Chunk) -> Iterator[str]:
 
 def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[str]:
     """The lines of buf[first:end] (whole lines) that hold one of the finder's needles; all
-    of them where most do (splitting them all costs less than finding each)."""
+    of them where the needles are dense (splitting them all costs less than finding each)."""
     hits = finder.line_hits(buf, first, end)
-    if 2 * len(hits) > buf.count(b"\n", first, end):
+    if len(hits) * _DENSE_BYTES > end - first:
         return list(_decode_lines(buf[first:end]))
     out: list[str] = []
     find, rfind = buf.find, buf.rfind

@@ -4,7 +4,7 @@
 - every line a check's `wants` test accepts holds one of its declared `wants_needles`;
 - with `keep`, the candidate lines are those of the candidates without it that hold an
   anchor's needle or one of `keep` (any chunking, bytes that are not UTF-8), and of the
-  others only some where most lines around hold one;
+  others only some where the needles are dense;
 - over a whole file, each handler is handed the same lines, in the same order, as when every
   line near an anchor is tested in Python.
 """
