@@ -13,6 +13,7 @@ import json
 import random
 import shutil
 from pathlib import Path
+from typing import TextIO
 
 ORDINARY = (
     "[{t:12.6f}] nvidia-nvlink: Nvlink Core is being initialized, major device number 240",
@@ -33,19 +34,37 @@ AER_REPORT = (
 XID = "[{t:12.6f}] NVRM: Xid (PCI:0000:{d:02x}:00): 13, pid={p}, name=python3, Graphics SM Warp Exception on (GPC 2, TPC 1, SM 0): Out Of Range Address"
 
 
+class _LineWriter:
+    """Lines to a file in blocks of 4,096, counting the lines and the bytes written."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.block, self.written, self.lines = out, list[str](), 0, 0
+
+    def add(self, row: str) -> None:
+        self.block.append(row)
+        self.written += len(row.encode("utf-8")) + 1
+        self.lines += 1
+        if len(self.block) >= 4096:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.block:
+            self.out.write("\n".join(self.block) + "\n")
+            self.block.clear()
+
+
 def kernel_log(path: Path, size_mb: int, matches: int, seed: int = 7) -> int:
     """Write about `size_mb` MB; returns the number of lines written."""
     rng = random.Random(seed)
     target = size_mb * 1024 * 1024
-    written = lines = 0
     t = 5.0
     every = max(target // max(matches, 1), 1)
     next_match = every // 2
     with path.open("w", encoding="utf-8") as out:
-        block: list[str] = []
-        while written < target:
+        lines = _LineWriter(out)
+        while lines.written < target:
             t += 0.0009
-            if written >= next_match:
+            if lines.written >= next_match:
                 next_match += every
                 report = AER_REPORT if rng.random() < 0.5 else (XID,)
                 rows = [r.format(t=t, b=0x16, d=0x19, p=rng.randint(1000, 99999)) for r in report]
@@ -56,15 +75,9 @@ def kernel_log(path: Path, size_mb: int, matches: int, seed: int = 7) -> int:
                     )
                 ]
             for row in rows:
-                block.append(row)
-                written += len(row) + 1
-                lines += 1
-            if len(block) >= 4096:
-                out.write("\n".join(block) + "\n")
-                block.clear()
-        if block:
-            out.write("\n".join(block) + "\n")
-    return lines
+                lines.add(row)
+        lines.flush()
+    return lines.lines
 
 
 def large_node_bundle(src: Path, dst: Path, gpus: int, log_lines: int) -> None:
@@ -160,31 +173,23 @@ def journal_ru(path: Path, size_mb: int, matches: int, seed: int = 5) -> int:
     rng = random.Random(seed)
     target = size_mb * 1024 * 1024
     every = max(target // max(matches, 1), 1)
-    written = lines = 0
     next_match = every // 2
     with path.open("w", encoding="utf-8") as out:
-        block: list[str] = []
-        while written < target:
+        lines = _LineWriter(out)
+        while lines.written < target:
             fields = {
                 "m": rng.randint(0, 59),
                 "s": rng.randint(0, 59),
                 "h": rng.randint(1, 9),
                 "p": rng.randint(1000, 99999),
             }
-            if written >= next_match:
+            if lines.written >= next_match:
                 next_match += every
-                row = rng.choice(RU_MATCHES).format(**fields)
+                lines.add(rng.choice(RU_MATCHES).format(**fields))
             else:
-                row = rng.choice(RU_ORDINARY).format(**fields)
-            block.append(row)
-            written += len(row.encode("utf-8")) + 1
-            lines += 1
-            if len(block) >= 4096:
-                out.write("\n".join(block) + "\n")
-                block.clear()
-        if block:
-            out.write("\n".join(block) + "\n")
-    return lines
+                lines.add(rng.choice(RU_ORDINARY).format(**fields))
+        lines.flush()
+    return lines.lines
 
 
 def many_rules(folder: Path, count: int, per_file: int = 2000) -> None:

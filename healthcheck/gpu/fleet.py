@@ -89,12 +89,7 @@ def _read(sources: Sources, wanted: list[str]) -> dict[str, Artifact]:
             outputs[name] = Artifact(name, None, name, reason=f"{name}: not run, {hung}")
             continue
         output = outputs[name] = sources.artifact(name)
-        # CommandResult.failure_reason words a timeout so ("... did not answer within ..."): live
-        if (
-            sources.mode == "live"
-            and output.text is None
-            and "did not answer" in (output.reason or "")
-        ):
+        if output.timed_out:  # live only: a replayed artifact never times out
             hung = f"an earlier nvidia-smi command timed out ({output.ref})"
     return outputs
 

@@ -29,6 +29,7 @@ class Artifact:
     ref: str
     reason: str | None = None
     truncated: bool = False
+    timed_out: bool = False  # a live command that did not answer within its deadline (killed)
 
     @property
     def available(self) -> bool:

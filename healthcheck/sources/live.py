@@ -217,7 +217,7 @@ class LiveSources(Memo):
 def _as_artifact(name: str, result: CommandResult) -> Artifact:
     reason = result.failure_reason()
     if reason is not None:
-        return Artifact(name, None, result.display, reason=reason)
+        return Artifact(name, None, result.display, reason=reason, timed_out=result.timed_out)
     return Artifact(name, result.stdout, result.display, truncated=result.truncated)
 
 

@@ -262,5 +262,7 @@ def test_a_hung_nvidia_smi_without_the_module_is_named_by_the_kernel_log_checks(
         check = result(report, name)
         assert TIMED_OUT.search(said(check)), (name, said(check))
         assert "GPU list from sysfs" in said(check), (name, said(check))
+        # once `nvidia-smi -L` hung, the other GPU views were not started behind it
+        assert "not run, an earlier nvidia-smi command timed out" in said(check), said(check)
     pids = read_pids(pidfile)
     assert pids and still_running(pids) == []

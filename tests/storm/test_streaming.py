@@ -9,6 +9,7 @@ import random
 import sys
 import tracemalloc
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from sitscheck.checks.pcie_aer import parse as aer_parse
@@ -208,19 +209,23 @@ def test_draft_severities_are_settled_as_the_whole_list_settled_them() -> None:
 # -- memory: what a handler holds does not grow with the events it was fed
 
 
-def _held_after(feed: int) -> int:
-    lines = list(iter_kernel_lines(corrected_storm(feed, fatal_every=9)))
+def _held_by(handler: AerLines | XidLines, raw: Iterable[str]) -> int:
+    """Bytes the handler still holds once it has been fed every line of `raw`."""
+    lines = list(iter_kernel_lines(raw))
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        handler = AerLines()
         for line in lines:
             handler.feed_text(line.body, line.time)
         gc.collect()
         return tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
+
+
+def _held_after(feed: int) -> int:
+    return _held_by(AerLines(), corrected_storm(feed, fatal_every=9))
 
 
 def test_the_aer_handler_holds_the_same_for_5k_and_50k_reports() -> None:
@@ -229,24 +234,14 @@ def test_the_aer_handler_holds_the_same_for_5k_and_50k_reports() -> None:
 
 
 def _xid_held_after(feed: int) -> int:
-    lines = list(
-        iter_kernel_lines(
+    return _held_by(
+        XidLines(),
+        (
             f"[{n * 0.5:.6f}] NVRM: Xid (PCI:0000:0{n % 4}:00): {(13, 31, 79)[n % 3]}, pid={n}, "
             "name=python3, Graphics SM Warp Exception"
             for n in range(feed)
-        )
+        ),
     )
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        handler = XidLines()
-        for line in lines:
-            handler.feed_text(line.body, line.time)
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 def test_the_xid_handler_holds_the_same_for_5k_and_50k_reports() -> None:

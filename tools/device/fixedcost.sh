@@ -17,15 +17,7 @@ log=$OUT/log; mkdir -p "$log"
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
 nproc; python3 --version
 T=$W/timeline.py
-wall_rss() {  # label, argv...: wall time, exit code and peak RSS of one child
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys, time
-t = time.perf_counter()
-done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print(f"{sys.argv[1]}: rc={done.returncode} {time.perf_counter() - t:.3f} s, peak RSS "
-      f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f} MB")
-PY
-}
+. tools/device/wall_rss.sh
 # With $W/old/*.whl (the code before, sitscheck alone): before and after interleaved, in one
 # run, on the same node; the dependencies are the same wheels.
 if ls "$W"/old/*.whl > /dev/null 2>&1; then

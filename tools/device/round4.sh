@@ -6,15 +6,7 @@
 # under $OUT. BENCH_GROUPS picks the benchmark groups (default: all but the rules rows).
 . tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
-wall_rss() {  # label, argv...: wall time, exit code and peak RSS of one child
-  python3 - "$@" <<'PY'
-import resource, subprocess, sys, time
-t = time.perf_counter()
-done = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print(f"{sys.argv[1]}: rc={done.returncode} {time.perf_counter() - t:.3f} s, peak RSS "
-      f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f} MB")
-PY
-}
+. tools/device/wall_rss.sh
 {
   for n in 1 2 3; do wall_rss "python -c pass" python3 -c pass; done
   for n in 1 2 3; do wall_rss "sitscheck checks" python3 -m sitscheck checks; done
