@@ -15,11 +15,13 @@ from fault_expect import (
     assert_faulted,
     assert_unaffected,
     assert_within,
+    outline,
     result,
     run_bound,
+    said,
 )
 from fault_node import FAST, NodeSpec, run_live
-from sitscheck.models import Report
+from sitscheck.models import Report, Status
 from sitscheck.sources.files import MAX_SMALL_FILE, FileTree
 
 GPU1 = "0000:00:07.0"
@@ -28,8 +30,8 @@ GPU1 = "0000:00:07.0"
 @pytest.fixture
 def vanishing(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Path]]:
     """When GPU 1's first link file is read (its chain already found), the device folder is
-    removed, then the read goes on. (Link files only: other checks' reads of the folder never
-    race it.)"""
+    removed, then the read goes on. (Only pcie_link's read fires it; pcie_aer, running
+    alongside, may read GPU 1's folder before or after it is gone.)"""
     gone: list[Path] = []
     read_text = FileTree.read_text
 
@@ -55,7 +57,9 @@ def test_a_device_folder_vanishing_mid_read_costs_only_that_gpu(
     assert_within(elapsed, run_bound(FAST["run_timeout_s"]))
     assert_complete(report)
     others = [name for name in GPU_CHECKS if name != "pcie_link"]
-    assert_unaffected(report, baseline, *others, *KERNEL_LOG_CHECKS, "tensorrt")
+    kernel_log = [name for name in KERNEL_LOG_CHECKS if name != "pcie_aer"]
+    assert_unaffected(report, baseline, *others, *kernel_log, "tensorrt")
+    assert_aer_sees_at_most_gpu1_gone(report, baseline)
     links = {g["index"]: g for g in result(report, "pcie_link").facts["gpus"]}
     before = {g["index"]: g for g in result(baseline, "pcie_link").facts["gpus"]}
     assert links[0]["path"] == before[0]["path"]  # GPU 0's chain read as on the healthy node
@@ -65,6 +69,22 @@ def test_a_device_folder_vanishing_mid_read_costs_only_that_gpu(
         (f.code, f.device.index if f.device else None) for f in result(report, "pcie_link").findings
     ]
     assert codes == [("pcie_link.sysfs_vanished", 1)]
+
+
+def assert_aer_sees_at_most_gpu1_gone(report: Report, baseline: Report) -> None:
+    """pcie_aer reads GPU 1's folder alongside pcie_link: before the removal it reads as on
+    the healthy node; after it, its one change is GPU 1's folder named gone (never GPU 0's,
+    never a hardware finding). Either order is right; nothing else is."""
+    aer, healthy = result(report, "pcie_aer"), result(baseline, "pcie_aer")
+    gone = [f for f in aer.findings if f.code == "pcie_aer.sysfs_vanished"]
+    if not gone:
+        assert outline(aer) == outline(healthy), said(aer)
+        return
+    assert [f.device.index if f.device else None for f in gone] == [1], said(aer)
+    assert GPU1 in said(aer)
+    rest = sorted(f.code for f in aer.findings if f.code != "pcie_aer.sysfs_vanished")
+    assert rest == sorted(f.code for f in healthy.findings), said(aer)
+    assert aer.status is Status.UNKNOWN and aer.error is None, said(aer)
 
 
 def test_a_device_folder_vanishing_mid_read_is_unknown_naming_it(
