@@ -182,7 +182,11 @@ class KernelLogInterest:
     `wants_needles`: ASCII byte strings of which every line `wants` accepts holds at least one
     (`wants` stays the test; a line with none of them is not handed to it): the lines near an
     anchor that hold none are then skipped in C, not made into text. Without it, or with a
-    needle that is not ASCII, every line near an anchor is tested."""
+    needle that is not ASCII, every line near an anchor is tested.
+
+    `wants` answers from what a line says, not its timestamp's digits: of the lines with a
+    plain `dmesg` stamp it is asked once per distinct text after the stamp (remembered,
+    bounded), and the others with that text are routed alike."""
 
     anchors: tuple[Anchor, ...]
     handler: str

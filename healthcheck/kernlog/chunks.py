@@ -159,9 +159,10 @@ def count_newlines(chunk: Chunk) -> int:
     return len(chunk) - len(chunk.replace(b"\n", b""))
 
 
-def _decode_lines(block: Chunk) -> Iterator[str]:
-    for line in block.split(b"\n")[:-1]:
-        yield line.decode("utf-8", "replace")
+def _decode_lines(block: Chunk) -> list[str]:
+    """The whole lines of `block` as text: decoded at once, then split (a line break is never
+    part of a multi-byte sequence, so each line reads as it would decoded alone)."""
+    return block.decode("utf-8", "replace").split("\n")[:-1]
 
 
 def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[str]:
@@ -169,7 +170,7 @@ def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[st
     of them where the needles are dense (splitting them all costs less than finding each)."""
     hits = finder.line_hits(buf, first, end)
     if len(hits) * _DENSE_BYTES > end - first:
-        return list(_decode_lines(buf[first:end]))
+        return _decode_lines(buf[first:end])
     out: list[str] = []
     find, rfind = buf.find, buf.rfind
     line_end = first

@@ -171,10 +171,18 @@ _PLAIN_REST = re.compile(r"(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r
 _MAX_RESTS = 4096
 
 
+# A line's plain `dmesg` stamp: what `PlainLines.split` reads first (group 1 is the time).
+plain_stamp = _PLAIN_STAMP.match
+
+
 class PlainLines:
     """`split` is (body, time) of a line `iter_kernel_lines` splits by its plain `dmesg` stamp
     alone (as it would give them), else None: the line needs the whole of `iter_kernel_lines`.
-    The messages after the stamps are tested once each (an error storm repeats them)."""
+    The messages after the stamps are tested once each (an error storm repeats them).
+
+    `body_after` is the body `split` gives of any line whose text after its stamp (`plain_stamp`,
+    to the match's end) is `tail`, or None where `split` gives None for such a line (the
+    same for every stamp: the time is the stamp's group 1)."""
 
     __slots__ = ("_plain",)
 
@@ -188,13 +196,19 @@ class PlainLines:
         stamp = _PLAIN_STAMP.match(line)
         if stamp is None:
             return None
-        body = line[stamp.end() :]
+        body = self.body_after(line[stamp.end() :])
+        return None if body is None else (body, stamp[1])
+
+    def body_after(self, tail: str) -> str | None:
+        if "\x00" in tail:
+            return None
+        body = tail.rstrip("\r\n")
         plain = self._plain.get(body)
         if plain is None:
             if len(self._plain) >= _MAX_RESTS:
                 self._plain.clear()
             plain = self._plain[body] = _PLAIN_REST.match(body) is not None
-        return (body, stamp[1]) if plain else None
+        return body if plain else None
 
 
 def _split_escaped_newlines(record: KernelLine) -> Iterator[KernelLine]:

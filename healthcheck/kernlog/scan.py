@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
 from .chunks import Chunk, count_newlines, iter_candidate_lines
-from .lines import PlainLines, iter_kernel_lines
+from .lines import PlainLines, iter_kernel_lines, plain_stamp
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed 
 # and searched (`iter_candidate_lines` passes over it several times), large enough that the
 # per-chunk work in Python does not show.
 CHUNK_BYTES = 256 * 1024
+# the distinct texts after a plain stamp whose routing is remembered (cleared when full: a log
+# of all-different messages costs one dict entry a line, never more than this)
+_MAX_PLANS = 4096
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class _Handlers:
         self.rest = [r for r in routes if r.feed_text is None]
         self._plain = PlainLines()
         self._takers = _takers(self.own)
+        self._plans: dict[str, tuple[list[_Route], str | None]] = {}
 
     def feed(self, raw_lines: Iterable[str]) -> None:
         if self.rest:
@@ -89,19 +93,40 @@ class _Handlers:
             for raw in raw_lines:
                 line(raw)
             return
-        # every handler reads only the lines its interest wants: `_line`, in one loop
-        takers, split = self._takers, self._plain.split
+        # every handler reads only the lines its interest wants: `_line`, in one loop. A line
+        # with a plain `dmesg` stamp is routed by what follows its stamp, planned once for each
+        # such text (an error storm repeats a few messages with new times): who wants it, and
+        # its body where the stamp alone splits it.
+        takers, plans, stamp_of = self._takers, self._plans, plain_stamp
         for raw in raw_lines:
-            own = takers(raw)
+            stamp = stamp_of(raw)
+            if stamp is None:
+                own = takers(raw)
+                if own:
+                    self._split(raw, own, [])
+                continue
+            plan = plans.get(raw[stamp.end() :])
+            if plan is None:
+                plan = self._plan(raw, raw[stamp.end() :])
+            own, body = plan
             if not own:
                 continue  # wanted by none
-            plain = split(raw)
-            if plain is None:
+            if body is None:
                 self._split(raw, own, [])
                 continue
-            body, time = plain
+            time = stamp[1]
             for route in own:
                 route.feed_text(body, time)  # type: ignore[misc]
+
+    def _plan(self, raw: str, tail: str) -> tuple[list[_Route], str | None]:
+        """Who wants the lines whose text after a plain stamp is `tail` (asked of `raw`, one of
+        them), and their body where the stamp alone splits them (`PlainLines.body_after`)."""
+        own = self._takers(raw)
+        plan = (own, self._plain.body_after(tail) if own else None)
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[tail] = plan
+        return plan
 
     def _line(self, raw: str) -> None:
         own = [r for r in self.own if r.test(raw)]

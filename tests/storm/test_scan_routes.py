@@ -53,3 +53,66 @@ def test_the_own_routes_alone_read_the_same() -> None:
         assert alone[name].storm.facts(lambda e: e.to_fact()) == with_plugin[name].storm.facts(
             lambda e: e.to_fact()
         )
+
+
+class Texts:
+    """A handler with `feed_text`: it keeps the (message, time) pairs it is given."""
+
+    def __init__(self) -> None:
+        self.texts: list[tuple[str, str | None]] = []
+
+    def feed(self, line: Any) -> None:
+        self.feed_text(line.body, line.time)
+
+    def feed_text(self, body: str, time: str | None) -> None:
+        self.texts.append((body, time))
+
+    def finish(self) -> list[tuple[str, str | None]]:
+        return self.texts
+
+
+ASKED: list[str] = []
+
+
+def wants_gpu(raw: str) -> bool:
+    """The test of `COUNTED`: records each line it is asked of."""
+    ASKED.append(raw)
+    return "gpu" in raw
+
+
+COUNTED = KernelLogInterest(
+    anchors=(Anchor(b"gpu"),), handler=f"{__name__}:Texts", wants=f"{__name__}:wants_gpu"
+)
+
+
+def storm_of(messages: list[str], repeat: int) -> list[str]:
+    return [
+        f"[{n * len(messages) + m:5d}.{n:06d}] {message}"
+        for n in range(repeat)
+        for m, message in enumerate(messages)
+    ]
+
+
+def test_a_storm_is_routed_by_its_messages_each_tested_once() -> None:
+    messages = ["gpu 0: fault", "disk: ok", "gpu 1: fault", "\tgpu   2: raw tab", ""]
+    log = storm_of(messages, 50)
+    log.insert(7, "Sep 19 16:18:02 node kernel: gpu 3: syslog stamp")  # no plain stamp
+    log.insert(9, "[  12.5] gpu\x00 nul")  # split as a whole line, never by the stamp alone
+    ASKED.clear()
+    _, results = scan_lines(log, {"counted": COUNTED})
+    expected = [(line.body, line.time) for line in iter_kernel_lines(log) if "gpu" in line.body]
+    assert results["counted"] == expected
+    # each distinct message after a plain stamp once, each other line each time
+    stamped = {line.split("] ", 1)[1] for line in log if line[0] == "[" and "\x00" not in line}
+    assert len(ASKED) == len(stamped) + 2
+
+
+def test_the_remembered_messages_are_bounded() -> None:
+    from sitscheck.kernlog import scan
+
+    distinct = [f"gpu {n}: fault" for n in range(scan._MAX_PLANS + 10)]
+    log = storm_of(distinct, 2)
+    ASKED.clear()
+    _, results = scan_lines(log, {"counted": COUNTED})
+    assert [body for body, _ in results["counted"]] == distinct * 2
+    assert len(ASKED) > len(distinct)  # forgotten when full, asked again: memory stays bounded
