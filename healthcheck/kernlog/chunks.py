@@ -122,7 +122,6 @@ class _ChunkScan:
             ranges.append((base, end))
             owed = self.owed - done
         found = self.finder.find(buf, base, stop)
-        count = buf.count
         for anchor in self.anchors:
             hits = found[anchor.needle]
             after = anchor.after
@@ -132,10 +131,11 @@ class _ChunkScan:
                 line_start = buf.rfind(b"\n", base, at) + 1 or base
                 first = _back_lines(buf, floor, line_start, anchor.before)
                 # the hits after it on its line or within `after` lines of the one before (the
-                # breaks between counted in C): their windows and its make one range
+                # breaks between counted in C, by `count_newlines`): their windows and its make
+                # one range
                 index += 1
                 while index < len(hits) and (
-                    hits[index] - at <= _NEAR and count(b"\n", at, hits[index]) <= after
+                    hits[index] - at <= _NEAR and count_newlines(buf[at : hits[index]]) <= after
                 ):
                     at = hits[index]
                     index += 1
