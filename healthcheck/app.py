@@ -18,17 +18,18 @@ from .contract.evidence import DeclaredEvidence, gather
 from .contract.registry import BrokenCheck, discover, select
 from .contract.settings import check_settings
 from .errors import ConfigError
-from .probes.bandwidth.probe import budget_s
 from .sources.base import Sources
 from .sources.deadline import Scope, entered
-from .sources.live import LiveOptions, LiveSources
 
 # The rules engine, the report and the bundle reader are imported where they are used: a
-# live run reaches its sampling window without them (they load inside it).
+# live run reaches its sampling window without them (they load inside it). The live sources
+# (commands, NVML, the kernel log's readers, the bandwidth probe) are imported by a live run
+# only: a replay never loads them.
 if TYPE_CHECKING:
     from .engine.cel import CelEnvironment
     from .engine.model import Profile, RuleSet
     from .models import CheckResult, Report, Verdict
+    from .sources.live import LiveOptions, LiveSources
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,8 @@ def live_sources(
     config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
 ) -> LiveSources:
     """The live node, serving the commands and log files the checks declared."""
+    from .sources.live import LiveSources
+
     return LiveSources(live_options(config, declared, load_margin_s), commands=declared.commands)
 
 
@@ -94,6 +97,9 @@ def live_options(
     config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
 ) -> LiveOptions:
     """`load_margin_s`: how long the --load probe outlasts the sampling window."""
+    from .probes.bandwidth.probe import budget_s
+    from .sources.live import LiveOptions
+
     return LiveOptions(
         command_timeout_s=config.command_timeout_s,
         nvml_deadline_s=config.nvml_deadline_s,

@@ -301,9 +301,26 @@ def own_process() -> None:
     for sig in SIGNALS:
         signal.signal(sig, _process.hold)
     _process.owned = True
-    from .sources.command import become_subreaper
-
     become_subreaper()
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux
+    `PR_SET_CHILD_SUBREAPER`), so a grandchild that called `setsid` and lost its parent is
+    still below it, to be killed and reaped; False where the kernel has no such thing. Here
+    rather than with the commands (`sources.command`), which a replay never loads."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 def release_held() -> None:

@@ -9,19 +9,17 @@ disk. On a timeout the command's process group and every process below it (those
 the group with `setsid` included) get SIGKILL; a process stuck in the kernel (D state) that
 does not die is abandoned after a short grace, never waited on forever.
 
-`become_subreaper` and `kill_descendants` are for the process that is sitscheck (the CLI):
-orphans of its commands come back to it, and each run ends by killing and reaping them.
+`kill_descendants` is for the process that is sitscheck (the CLI), which is the subreaper of
+its commands' orphans (`interrupt.become_subreaper`): each run ends by killing and reaping them.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +31,6 @@ STDERR_CAP = 64 * 1024
 _REAP_GRACE_S = 1.0
 _READ_SIZE = 64 * 1024
 _POLL_S = 0.05  # how often a command's end is looked for where no pidfd tells it
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,19 +316,6 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux
-    `PR_SET_CHILD_SUBREAPER`), so a grandchild that called `setsid` and lost its parent is
-    still below it, to be killed and reaped; False where the kernel has no such thing."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def kill_descendants(reap_s: float = 0.0) -> list[int]:
