@@ -57,6 +57,9 @@ class CelEnvironment:
             self._engine = CelpyEngine()
         else:
             raise ValueError(f"unknown CEL engine {chosen!r} (one of {GOOGLE}, {CELPY})")
+        # what each text compiled to: the shipped rules repeat a quarter of their expressions
+        # (guards, message placeholders), and a program is only read by its evaluations
+        self._compiled: dict[str, tuple[Any, Shape]] = {}
 
     @property
     def engine(self) -> str:
@@ -66,7 +69,7 @@ class CelEnvironment:
         if len(text) > MAX_EXPR_CHARS:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
         try:
-            program, shape = self._engine.compile(text)
+            program, shape = self._compiled.get(text) or self._compile(text)
         except CompileFailure as exc:
             # an error at the end of the text is on its last line with any text on it
             offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
@@ -81,6 +84,10 @@ class CelEnvironment:
                 line,
             )
         return CompiledExpr(text, program, shape)
+
+    def _compile(self, text: str) -> tuple[Any, Shape]:
+        self._compiled[text] = compiled = self._engine.compile(text)
+        return compiled
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))

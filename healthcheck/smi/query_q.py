@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .values import (
     SmiError,
@@ -239,10 +240,14 @@ class _Repeated(list[object]):
     """Marks a list built from repeated labels (a printed value is never a list)."""
 
 
+@lru_cache(maxsize=4096)
 def _label_key(label: str) -> str:
+    """A label in any case and spacing (cached: every lookup keys each child it passes, and
+    a GPU's tree repeats the same few hundred labels)."""
     return " ".join(label.lower().split())
 
 
+@lru_cache(maxsize=4096)
 def _alias_group(key: str) -> frozenset[str]:
     for group in _ALIASES:
         if key in group:
