@@ -173,6 +173,7 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     """
     import sitscheck.app as app
     import sitscheck.sources.kernel_log as kernel_log
+    import sitscheck.sources.live as live
     from fakes.fake_pynvml import ERROR_CODES, FakePynvml, load_recording
     from sitscheck.sources.command import CommandRunner
     from sitscheck.sources.live import LiveOptions, LiveSources
@@ -208,7 +209,7 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
         node_options = replace(options, driver_markers=(spec.marker,), sys_root=spec.sys_root)
         return LiveSources(node_options, CommandRunner(path=spec.bin), commands=commands)
 
-    patch(app, "LiveSources", sources)
+    patch(live, "LiveSources", sources)  # what `app.live_sources` builds
     if spec.progress:
         selected = app.selected_checks
         patch(app, "selected_checks", lambda config: record_progress(selected(config), spec))
