@@ -146,10 +146,12 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
 
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
         from .engine.cel import CelEnvironment
-        from .engine.loader import load_profiles, rule_files
+        from .engine.loader import load_profiles, rule_files, shipped_rules_dirs
 
         env = CelEnvironment()
-        return env, load_rules(rule_files(dirs), env, deadline), load_profiles(dirs)
+        shipped = shipped_rules_dirs()  # the plugins' rule packages, looked up once
+        rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped)
+        return env, rules, load_profiles(dirs, shipped)
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling
     # window). A replay has no window to hide them behind: on its threads the two only
@@ -191,11 +193,14 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     return report
 
 
-def load_rules(files: list[Path], env: CelEnvironment, deadline: float | None) -> RuleSet:
-    """`engine.loader.load_rules` (imported when a run compiles its rules)."""
+def load_rules(
+    files: list[Path], env: CelEnvironment, deadline: float | None, shipped: list[Path]
+) -> RuleSet:
+    """`engine.loader.load_rules` (imported when a run compiles its rules); `shipped`: the
+    shipped rule folders (`loader.shipped_rules_dirs`)."""
     from .engine.loader import load_rules as load
 
-    return load(files, env, deadline)
+    return load(files, env, deadline, shipped_dirs=shipped)
 
 
 def evaluate_rules(

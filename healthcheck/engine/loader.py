@@ -74,10 +74,11 @@ def shipped_rules_dirs() -> list[Path]:
     return folders
 
 
-def rule_files(dirs: list[Path]) -> list[Path]:
+def rule_files(dirs: list[Path], shipped: list[Path] | None = None) -> list[Path]:
     """Shipped rule files first (sitscheck's, then plugins'), then each extra directory's
-    (or file's) in name order."""
-    files = [path for folder in shipped_rules_dirs() for path in sorted(folder.glob("*.yaml"))]
+    (or file's) in name order. `shipped`: `shipped_rules_dirs()`, where the caller has it."""
+    folders = shipped_rules_dirs() if shipped is None else shipped
+    files = [path for folder in folders for path in sorted(folder.glob("*.yaml"))]
     for location in dirs:
         if location.is_file():
             files.append(location)
@@ -91,9 +92,11 @@ def load_rules(
     env: CelEnvironment | None = None,
     deadline: float | None = None,
     expr_checks: Sequence[ExprCheck] = (),
+    shipped_dirs: list[Path] | None = None,
 ) -> RuleSet:
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
-    the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`)."""
+    the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
+    `shipped_dirs`: `shipped_rules_dirs()`, where the caller has it."""
     env = env or CelEnvironment()
     compiler = _Compiler(env, expr_checks, deadline)
     rules: dict[str, Rule] = {}
@@ -101,7 +104,8 @@ def load_rules(
     site_params: dict[str, Any] = {}
     site_param_lines: dict[str, tuple[str, int]] = {}
     every_rule: list[Rule] = []  # replaced ones too: a param one of them reads is no typo
-    shipped = {folder.resolve() for folder in shipped_rules_dirs()}
+    shipped_list = shipped_rules_dirs() if shipped_dirs is None else shipped_dirs
+    shipped = {folder.resolve() for folder in shipped_list}
     for path in files:
         data = load_yaml(path)
         if data is None:
@@ -251,10 +255,13 @@ def _names(entry: LinedDict, key: str, file: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_profiles(dirs: list[Path]) -> dict[str, Profile]:
+def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[str, Profile]:
     """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
-    ones (`profiles/*.yaml` in each extra dir), merged by name."""
-    folders = [folder / "profiles" for folder in shipped_rules_dirs()]
+    ones (`profiles/*.yaml` in each extra dir), merged by name. `shipped`:
+    `shipped_rules_dirs()`, where the caller has it."""
+    folders = [
+        folder / "profiles" for folder in (shipped_rules_dirs() if shipped is None else shipped)
+    ]
     site = [d / "profiles" for d in dirs if d.is_dir()]
     folders += site
     profiles: dict[str, Profile] = {}
