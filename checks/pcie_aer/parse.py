@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
@@ -199,6 +199,22 @@ class AerEvent:
     # a DPC containment report: the port took the link down (not a fact key; `DpcEvent`)
     containment: ClassVar[bool] = False
 
+    def at(self, time: str | None) -> AerEvent:
+        """The same report begun at `time` (itself where it did)."""
+        if self.time == time:
+            return self
+        return _new_event(
+            self.reporter,
+            self.device,
+            self.vendor_device,
+            self.severity,
+            self.type,
+            self.errors,
+            self.multiple,
+            time,
+            self.containment,
+        )
+
     def to_fact(self) -> dict[str, object]:
         return {
             "reporter": self.reporter,
@@ -304,14 +320,21 @@ def _has_bit_index(raw_line: str, at: int) -> bool:
 def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
     """Every AER report in `lines`, in the order each began."""
     found: dict[int, AerEvent] = {}
-    handler = AerLines(found.__setitem__)
+
+    def keep(index: int, event: AerEvent, time: str | None) -> None:
+        found[index] = event.at(time)
+
+    handler = AerLines(keep)
     for line in lines:
         handler.feed(line)
     handler.finish()
     return [found[index] for index in sorted(found)]
 
 
-Sink = Callable[[int, AerEvent], None]  # an event and its place in the log
+# An event and its place in the log, and the time it began: the event given may be one shared
+# by the reports it stands for, with another time (`at` makes the event of this one), so that
+# an error storm's reports are not each made into an object.
+Sink = Callable[[int, AerEvent, str | None], None]
 
 
 class AerLines:
@@ -325,7 +348,7 @@ class AerLines:
         self.tally: AerTally | None = None
         if sink is None:
             self.tally = AerTally()
-            sink = self.tally.add
+            sink = self.tally.add_at
         self._state = _AerState(_Resolver(sink))
         self._said = self._state.said
 
@@ -474,7 +497,7 @@ class _AerState:
         # prints them in the order the firmware reported them: aer_recover_queue is a FIFO)
         self.sections_by_device: dict[str, list[_Section]] = {}
         self.said: dict[str, _Line] = {}  # what each line body says (`_parse_line`), remembered
-        self.names: _Names = {}  # the error names of each status and bits met (`_item`)
+        self.names: _Names = {}  # the events met, but for their times (`_item`)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -564,13 +587,13 @@ class _AerState:
         for slot in slots[:done]:
             if isinstance(slot, _Header):
                 for block in slot.blocks:
-                    push(_block_item(block, slot, names))
+                    push(_block_item(block, slot, names), slot.time)
                 if not slot.blocks:
-                    push(_header_item(slot, names))
+                    push(_header_item(slot, names), slot.time)
             elif isinstance(slot, _Block):
-                push(_block_item(slot, None, names))
+                push(_block_item(slot, None, names), slot.time)
             else:
-                push(_section_item(slot, names))
+                push(_section_item(slot, names), slot.time)
         del slots[:done]
         self.flush_at = len(slots) + _FLUSH_EVERY
         if final:
@@ -1100,7 +1123,8 @@ class _Draft:
 
 
 _Item = AerEvent | _Draft
-_Names = dict[tuple[str, tuple[int, int] | None, "_Bits"], tuple[str, ...]]
+# the events met in a parse, each without its time, by what makes them (`_item`)
+_Names = dict[tuple[Any, ...], AerEvent]
 
 
 def _item(
@@ -1116,23 +1140,26 @@ def _item(
     containment: bool,
     names: _Names,
 ) -> _Item:
-    """The event, once its severity is known; else its draft (`_Draft.item`, without the
-    draft made first: a storm's events are made here one by one). `names`: the error names
-    of each (severity, status, bits) met in this parse (`_errors`), remembered."""
+    """The event, once its severity is known, without its time (the report's time goes with
+    it to the sink: `Sink`); else its draft, timed (`_Draft.item`, without the draft made
+    first). The events are remembered in `names` (a storm's reports differ in their times
+    alone: each is made once, its error names decoded once)."""
     known = _KNOWN_SEVERITY.get(severity)
     if known is None:
         return _Draft(
             time, reporter, device, vendor_device, severity, type_, multiple, status, bits,
             containment,
         )  # fmt: skip
-    errors = names.get((known, status, bits))
-    if errors is None:
+    key = (reporter, device, vendor_device, known, type_, multiple, status, bits, containment)
+    event = names.get(key)
+    if event is None:
         if len(names) >= _MAX_REMEMBERED:
             names.clear()
-        errors = names[(known, status, bits)] = _errors(known, status, bits)
-    return _new_event(
-        reporter, device, vendor_device, known, type_, errors, multiple, time, containment
-    )
+        errors = _errors(known, status, bits)
+        event = names[key] = _new_event(
+            reporter, device, vendor_device, known, type_, errors, multiple, None, containment
+        )
+    return event
 
 
 def _header_item(header: _Header, names: _Names) -> _Item:
@@ -1242,12 +1269,13 @@ class _Resolver:
         self.settled: dict[str, tuple[_Mark | None, _Mark | None]] = {}  # last draft settled
         self.waiting: dict[str, list[_Pending]] = {}
 
-    def push(self, item: _Item) -> None:
+    def push(self, item: _Item, time: str | None) -> None:
+        """The next report: its event (shared, without its time) or draft, and its time."""
         self.index += 1
         index = self.index
         device = item.device
         if isinstance(item, AerEvent):
-            self.sink(index, item)
+            self.sink(index, item, time)
             if device is None:
                 return
             severity = item.severity
@@ -1317,7 +1345,7 @@ class _Resolver:
                 mark,
                 mark if severity != "corrected" else last_uncorrectable,
             )
-        self.sink(index, draft.event())
+        self.sink(index, draft.event(), draft.time)
 
 
 def _later(one: _Mark | None, other: _Mark | None) -> _Mark | None:

@@ -69,12 +69,17 @@ class AerTally(Tally["AerEvent"]):
 
     def add(self, index: int, event: AerEvent) -> None:
         """One event and its place in the log (events may come out of order)."""
-        when = event.time
+        self.add_at(index, event, event.time)
+
+    def add_at(self, index: int, event: AerEvent, when: str | None) -> None:
+        """`add` of the event `event` stands for, which began at `when` (the parser's `Sink`:
+        a storm's reports share one event; one of their own is made only where kept)."""
         at = _seconds(when)
         severity = event.severity
-        self.storm.add_keyed(
-            index, event, (event.device, severity, event.type, event.errors), when, at
-        )
+        storm = self.storm
+        if index < storm.limit:
+            event = event.at(when)
+        storm.add_keyed(index, event, (event.device, severity, event.type, event.errors), when, at)
         bus = event.device or event.reporter
         tally = self.buses.get(bus)
         if tally is None:
@@ -101,7 +106,7 @@ class AerTally(Tally["AerEvent"]):
         group.errors.update(event.errors)
         first = group.first
         if len(first) < EXCERPT or index < first[-1][0]:
-            first.append((index, event))
+            first.append((index, event.at(when)))
             if len(first) > 1 and first[-2][0] > index:
                 first.sort(key=lambda pair: pair[0])
             del first[EXCERPT:]

@@ -61,7 +61,8 @@ class BoundedEvents(Generic[E]):
         limit: int = MAX_EVENTS,
     ) -> None:
         self.fields = fields
-        self._key, self._time, self._limit = key, time, limit
+        self._key, self._time = key, time
+        self.limit = limit  # the events at places from `limit` on are counted, not kept
         self._kept: dict[int, E] = {}  # index -> event, for the first `limit` places
         self.count = 0
         self.groups: dict[tuple[Hashable, ...], Group] = {}
@@ -80,7 +81,7 @@ class BoundedEvents(Generic[E]):
     ) -> None:
         """`add`, with the key and the time (`times.seconds`) the caller already has."""
         self.count += 1
-        if index < self._limit:
+        if index < self.limit:
             self._kept[index] = event
         group = self.groups.get(key)
         if group is None:

@@ -198,10 +198,10 @@ def test_draft_severities_are_settled_as_the_whole_list_settled_them() -> None:
         again = _random_items(rng, rng.randint(1, 40))  # the same, for the reference to settle
         got: dict[int, str] = {}
         resolver = aer_parse._Resolver(
-            lambda index, event, got=got: got.__setitem__(index, event.severity)
+            lambda index, event, time, got=got: got.__setitem__(index, event.severity)
         )
         for item in items:
-            resolver.push(item)
+            resolver.push(item, None)
         resolver.finish()
         assert [got[i] for i in range(len(items))] == _reference(again), seed
 
