@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RunRequest:
+    """What to run: the run's settings, and the bundle to replay (None: the live node)."""
+
     config: RunConfig
     bundle: str | None = None
 

@@ -59,6 +59,8 @@ def narrowest(chain: Sequence[PortLink], upto: int | None = None) -> LinkLimit |
 
 @dataclass(frozen=True, slots=True)
 class SharedPort:
+    """GPUs behind one port: the port, their indices and the narrowest link above it."""
+
     bus_id: str  # the deepest port every GPU of the group is behind
     gpus: tuple[int, ...]  # GPU indices
     limit: LinkLimit | None  # the narrowest link from the root port down to it

@@ -35,6 +35,8 @@ SOURCE = "cuda"
 
 @dataclass(frozen=True)
 class Inputs:
+    """What the judging reads: the probe's record, each UUID's index, sysfs paths, peer paths."""
+
     record: Record
     ref: str
     indices: Mapping[str, int]  # UUID -> nvidia-smi index

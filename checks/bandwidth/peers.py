@@ -18,6 +18,8 @@ from sitscheck.sources.nvml_record import normalise_bus_id
 
 @dataclass(frozen=True, slots=True)
 class PeerPath:
+    """How a GPU pair reaches each other per NVML: NVLink (and how many links) or PCIe."""
+
     via: str  # "nvlink" or "pcie"
     links: int | None = None  # NVLinks between the two (None: unknown)
 

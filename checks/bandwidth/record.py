@@ -24,6 +24,8 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class GpuFigures:
+    """One GPU's entry of the record: its identity and best figures (GB/s), or its error."""
+
     ordinal: int
     uuid: str | None
     pci_bus_id: str | None
@@ -38,6 +40,8 @@ class GpuFigures:
 
 @dataclass(frozen=True, slots=True)
 class PeerFigure:
+    """One peer-to-peer copy's figure: from one CUDA ordinal to another, GB/s."""
+
     src: int  # CUDA ordinals
     dst: int
     gbs: float
@@ -45,6 +49,8 @@ class PeerFigure:
 
 @dataclass(frozen=True, slots=True)
 class Record:
+    """All of `bandwidth.json`: per-GPU, concurrent and peer figures, plan, timings, errors."""
+
     gpus: tuple[GpuFigures, ...]
     concurrent_h2d: dict[int, float] | None  # ordinal -> GB/s, all GPUs copying at once
     concurrent_wall_gbs: float | None  # all their bytes over the host's wall time

@@ -18,6 +18,8 @@ NAMING_ORDER = (NVML, SMI_L, SMI, SMI_Q)
 
 @dataclass(frozen=True, slots=True)
 class GpuEntry:
+    """One GPU of the inventory: identity, state and settings, with the source of each value."""
+
     index: int
     name: str | None = None
     uuid: str | None = None
@@ -43,6 +45,8 @@ class GpuEntry:
 
 @dataclass(frozen=True)
 class Inventory:
+    """The node's GPUs and driver versions, fused from every source, and whether all are listed."""
+
     source: str
     ref: str
     gpus: list[GpuEntry]

@@ -32,6 +32,8 @@ NVLINK_KEY = "nvlink_throughput"
 
 @dataclass(frozen=True, slots=True)
 class Series:
+    """One telemetry statistic: its sample field, its fact, its unavailable key, its metric."""
+
     sample: str  # the field in each sample (or GPM record)
     fact: str  # the per-GPU fact holding its stats
     key: str  # the snapshot's unavailable key

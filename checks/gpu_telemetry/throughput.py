@@ -23,6 +23,8 @@ Stats = Callable[[Sequence[float]], dict[str, float] | None]
 
 @dataclass(frozen=True, slots=True)
 class Throughput:
+    """A GPU's NVLink throughput stats per direction, and the NVML source they came from."""
+
     source: str  # "gpm" or "counters"
     stats: Mapping[str, dict[str, float]]  # "rx"/"tx" -> min/mean/p95/max, bytes/s
 

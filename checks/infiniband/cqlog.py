@@ -25,6 +25,8 @@ OVERRUN_SYNDROME = 0x1
 
 @dataclass(frozen=True, slots=True)
 class CqOverrun:
+    """One overrun line: the PCI function, the CQ number, the log's timestamp and the line."""
+
     pci_bus_id: str  # lower case, as sysfs spells it
     cqn: str
     time: str | None

@@ -44,6 +44,8 @@ _BYTES_PER_WORD = 4  # PortXmitData/PortRcvData count 32-bit words
 
 @dataclass(frozen=True)
 class Inputs:
+    """What the judging reads: the window, each HCA's paired GPUs, the overrun lines, settings."""
+
     window: Window
     source: str  # "/sys" live, the bundle's sysfs folder in a replay
     pairing: Mapping[str, Pairing] = field(default_factory=dict)

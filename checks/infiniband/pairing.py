@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Pairing:
+    """An HCA's GPUs behind the same PCIe switch, and the deepest port they share."""
+
     gpus: tuple[str, ...]  # bus ids, sorted
     common_port: str | None  # the deepest port the HCA shares with them
 

@@ -12,6 +12,8 @@ _PREFIX = f"{IB}/"
 
 @dataclass
 class PortFiles:
+    """One port's files (``state``, ``counters/...``) under its HCA."""
+
     hca: str
     port: int
     files: dict[str, str | None] = field(default_factory=dict)  # "state", "counters/x"
@@ -19,6 +21,8 @@ class PortFiles:
 
 @dataclass
 class HcaFiles:
+    """One HCA's own files (``fw_ver``, ``hw_counters/...``) and its ports."""
+
     name: str
     files: dict[str, str | None] = field(default_factory=dict)  # "fw_ver", "hw_counters/x"
     ports: dict[int, PortFiles] = field(default_factory=dict)

@@ -32,6 +32,8 @@ _END_MARGIN = 1.0  # seconds kept free after the end reading's expected length (
 
 @dataclass(frozen=True)
 class Reading:
+    """One reading of /sys/class/infiniband: each file's text, when, and how long it took."""
+
     files: dict[str, str | None]  # path relative to /sys -> text (None: unreadable)
     at: float | None = None  # monotonic midpoint of the reading (live)
     took_s: float = 0.0
@@ -39,6 +41,8 @@ class Reading:
 
 @dataclass(frozen=True)
 class Window:
+    """The start and end readings and the seconds between them, or why there is no end reading."""
+
     start: Reading
     end: Reading | None
     seconds: float | None

@@ -20,6 +20,8 @@ SEVERITY_OF = {"fatal": Severity.CRITICAL, "nonfatal": Severity.WARNING}
 
 @dataclass
 class GpuPath:
+    """One GPU's PCIe path, root port first: AER counters per port, max link gen, what vanished."""
+
     gpu: GpuRef
     ports: list[str]  # bus ids root port first, the GPU last
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # bus id -> counts

@@ -157,6 +157,8 @@ def _device(gpus: Sequence[GpuRef]) -> Device | None:
 
 @dataclass
 class Judgement:
+    """The findings of the logs judged so far, and what could not be judged."""
+
     findings: list[Finding] = field(default_factory=list)
     not_judged: list[str] = field(default_factory=list)
 

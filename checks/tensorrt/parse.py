@@ -230,6 +230,8 @@ class _Line:
 
 @dataclass(slots=True)
 class _Prefix:
+    """A line's leading tokens: how many are known, the severity, where they end, a status line."""
+
     known: int = 0
     severity: Severity | None = None
     end: int = 0
@@ -634,6 +636,8 @@ class _Facts:
 
 @dataclass(slots=True)
 class _Message:
+    """The open message: its first line and the parts after it (capped), and how it counts."""
+
     severity: Severity | None
     counted: bool  # False: a follow-up line of a report, or another program's message
     first: str

@@ -71,6 +71,8 @@ class NvmlGpu:
 
 @dataclass(frozen=True, slots=True)
 class NvmlPair:
+    """One GPU pair in the NVML snapshot: common ancestor, and whether P2P runs over NVLink."""
+
     a: int
     b: int
     common_ancestor: str | None
@@ -79,6 +81,8 @@ class NvmlPair:
 
 @dataclass(frozen=True)
 class NvmlView:
+    """The NVML snapshot's GPUs and pairs, as the topology check reads them."""
+
     gpus: tuple[NvmlGpu, ...]
     pairs: tuple[NvmlPair, ...]
     ref: str
@@ -101,6 +105,8 @@ class SysfsAffinity:
 
 @dataclass(frozen=True)
 class TopologyInputs:
+    """What the check hands in: the matrix, the NVML view, listed indices, sysfs affinity."""
+
     matrix: TopoMatrix | None = None
     topo_ref: str | None = None
     nvml: NvmlView | None = None
@@ -111,6 +117,8 @@ class TopologyInputs:
 
 @dataclass
 class Judgement:
+    """The topology check's facts, findings, and what it could not judge."""
+
     facts: dict[str, Any]
     findings: list[Finding]
     not_judged: list[str]
@@ -185,6 +193,8 @@ def unparsable(error: TopoParseError, ref: str, text: str) -> Finding:
 
 @dataclass
 class _Pair:
+    """One GPU pair being judged: the matrix's cells both ways, and NVML's view of it."""
+
     a: int
     b: int
     kind: str | None  # topo cell a→b as printed

@@ -122,6 +122,8 @@ class TopoMatrix:
 
 @dataclass(frozen=True, slots=True)
 class _Header:
+    """The matrix's header: its columns, trailing affinity fields and where each starts."""
+
     line_number: int
     columns: tuple[str, ...]
     extras: tuple[str | None, ...]  # Affinity field per trailing header unit, None if unknown
@@ -131,6 +133,8 @@ class _Header:
 
 @dataclass(frozen=True, slots=True)
 class _Row:
+    """One table row as tokens: its label, its cells, its trailing affinity cells and the line."""
+
     label: str
     cells: tuple[str, ...]
     extras: tuple[str, ...]

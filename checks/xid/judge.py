@@ -23,6 +23,8 @@ _SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Sev
 
 @dataclass
 class Group:
+    """One device's events of one Xid or SXid code: count, first and last reports, catalog entry."""
+
     device: str | None
     code: int
     kind: str  # "xid" | "sxid"

@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load c
 
 @dataclass
 class CheckOutput:
+    """What a check's `collect` hands back: findings, metrics, facts, not judged, or an error."""
+
     findings: list[Finding] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)

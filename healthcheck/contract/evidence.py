@@ -17,6 +17,8 @@ from .declarations import CommandSpec, LogFilesSpec, declaration_of
 
 @dataclass
 class DeclaredEvidence:
+    """What the selected checks read: commands, sysfs, procfs, files, logs, NVML, kernel log."""
+
     commands: dict[str, CommandSpec] = field(default_factory=dict)
     sysfs: list[str] = field(default_factory=list)
     sysfs_paths: list[str] = field(default_factory=list)  # "module:function" (sources) -> paths

@@ -39,6 +39,8 @@ class EntryPointLike(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class EntryPoint:
+    """One entry point as `importlib.metadata` names it: name, value (`module:attr`) and group."""
+
     name: str
     value: str
     group: str

@@ -16,6 +16,8 @@ GROUP = "sitscheck.checks"
 
 @dataclass(frozen=True, slots=True)
 class BrokenCheck:
+    """A check whose entry point failed to load: its name and the error, reported UNKNOWN."""
+
     name: str
     error: str
 

@@ -28,6 +28,8 @@ from .registry import BrokenCheck
 
 @dataclass
 class _Slot:
+    """One check in a run: deadline, thread, scope, and its output, crash or reason skipped."""
+
     check: Check
     deadline: float
     kernel_pass: KernelLogPass | None

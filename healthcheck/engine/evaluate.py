@@ -31,6 +31,8 @@ NOT_COMPILED = "not compiled: the run's deadline passed while the rules were loa
 
 @dataclass(frozen=True)
 class Scope:
+    """What one set of verdicts is judged on: the CEL activation, and the GPU (None: the node)."""
+
     activation: Any  # CEL values
     device: Device | None
 

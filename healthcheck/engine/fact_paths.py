@@ -47,6 +47,8 @@ class Read:
 
 @dataclass(frozen=True)
 class Problem:
+    """A read the declared facts do not allow: where in the expression, and what is wrong."""
+
     line: int  # where in the expression, from 1
     column: int
     message: str

@@ -24,6 +24,8 @@ class Shape:
 
 @dataclass(frozen=True)
 class CompiledExpr:
+    """One CEL expression of a rule file: its text, compiled program and syntax `Shape`."""
+
     text: str
     program: Any  # the engine's compiled program; None: not compiled before the deadline
     shape: Shape = field(default_factory=Shape)
@@ -31,6 +33,8 @@ class CompiledExpr:
 
 @dataclass(frozen=True)
 class Rule:
+    """One rule as loaded: `when`, `guard` and message placeholders compiled, and where it is."""
+
     id: str
     scope: Scope
     when: CompiledExpr
@@ -51,6 +55,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleSet:
+    """Every rule loaded for a run, the params (shipped and site) and the files read."""
+
     rules: tuple[Rule, ...]
     params: dict[str, Any] = field(default_factory=dict)
     site_params: dict[str, Any] = field(default_factory=dict)
@@ -62,6 +68,8 @@ class RuleSet:
 
 @dataclass(frozen=True)
 class Profile:
+    """A node profile (what the node should be) as loaded: its data and params, and its file."""
+
     name: str
     file: str
     data: dict[str, Any]

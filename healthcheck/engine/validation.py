@@ -22,6 +22,8 @@ PROFILES_FOLDER = "profiles"
 
 @dataclass
 class Outcome:
+    """What `sitscheck rules validate` found: the problems, the counts it checked and its notes."""
+
     problems: list[RuleError] = field(default_factory=list)
     rules: int = 0
     rule_files: int = 0

@@ -22,6 +22,8 @@ PREDICTED_FAILURE = ("memory_errors.remap_pending", "memory_errors.retired_pages
 
 @dataclass(frozen=True)
 class Gpu:
+    """One GPU of the driver check's inventory: its identity as reported, and its state."""
+
     index: int | None
     uuid: str | None
     pci_bus_id: str | None
@@ -36,6 +38,8 @@ class Gpu:
 
 @dataclass
 class Inventory:
+    """The report's GPUs and driver version, read from the driver check's facts (`of`)."""
+
     gpus: list[Gpu] = field(default_factory=list)
     driver_version: str | None = None
 

@@ -123,6 +123,8 @@ def export_report(
 
 @dataclass
 class _Item:
+    """One payload to send: this run's or a spooled one, from its spool entry or from memory."""
+
     kind: str
     current: bool  # this run's payload
     entry: Entry | None = None  # spooled

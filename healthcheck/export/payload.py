@@ -112,6 +112,8 @@ class Extras:
 
 @dataclass(frozen=True)
 class Payloads:
+    """A run's two serialised requests (traces, metrics), its trace id and start time."""
+
     traces: bytes
     metrics: bytes
     trace_id: bytes
@@ -375,6 +377,8 @@ def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> Event:
 
 @dataclass
 class _Series:
+    """One metric's data points as they are gathered: one point per attribute set."""
+
     name: str
     spec: Spec
     points: list[NumberDataPoint] = field(default_factory=list)

@@ -39,6 +39,8 @@ START_UNKNOWN = "unknown"  # 0: the counter began before anything this run knows
 
 @dataclass(frozen=True)
 class Spec:
+    """An OpenTelemetry instrument by the conventions: its kind, unit and description."""
+
     kind: str
     unit: str
     description: str

@@ -40,6 +40,8 @@ _STALE_TEMP_S = 3600.0
 
 @dataclass(frozen=True)
 class SpoolLimits:
+    """The spool's bounds: files, bytes and age; the oldest payloads go first past them."""
+
     max_files: int
     max_bytes: int
     max_age_s: float
@@ -47,6 +49,8 @@ class SpoolLimits:
 
 @dataclass(frozen=True)
 class Entry:
+    """One spooled payload file: its signal (`kind`), the run time in its name, its size."""
+
     path: Path
     kind: str
     run_time: float  # seconds since the epoch, from the file name

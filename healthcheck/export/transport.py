@@ -49,6 +49,8 @@ class Outcome(enum.Enum):
 
 @dataclass(frozen=True)
 class SendResult:
+    """What sending one request came to: outcome, why, and items a partial success refused."""
+
     outcome: Outcome
     detail: str = ""
     rejected_items: int = 0  # partial success: spans or data points the receiver refused

@@ -91,6 +91,8 @@ COMPARED: Mapping[str, Same] = {
 
 @dataclass
 class _Entry:
+    """One GPU being fused: its data so far, and the source (and reference) of each value."""
+
     index: int
     indexed: bool
     source: str

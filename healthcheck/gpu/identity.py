@@ -18,6 +18,8 @@ from ..sources.pci import nvidia_gpus
 
 @dataclass(frozen=True, slots=True)
 class GpuRef:
+    """One GPU of this node: its index, and its PCI bus id and name where known."""
+
     index: int
     pci_bus_id: str | None
     name: str | None = None

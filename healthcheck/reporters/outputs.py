@@ -33,6 +33,8 @@ LATE_WRITE_S = 2.0
 
 @dataclass(frozen=True, slots=True)
 class OutputSpec:
+    """One `--output NAME[=PATH]`: the reporter's name and the file it writes (None: stdout)."""
+
     name: str
     path: Path | None = None
 

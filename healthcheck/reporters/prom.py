@@ -111,6 +111,8 @@ _UNDERSCORES = re.compile(r"__+")
 
 @dataclass
 class _Family:
+    """One metric family of the textfile: name, TYPE, HELP, and one sample per label set."""
+
     name: str
     kind: str
     help: str

@@ -73,12 +73,16 @@ class DmonRow:
 
 @dataclass(frozen=True, slots=True)
 class Dmon:
+    """A parsed `dmon`/`pmon` output: its sample rows and the errors it printed."""
+
     rows: tuple[DmonRow, ...]
     errors: tuple[SmiError, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class _Header:
+    """The ``#`` header lines in effect: column names, units (second line), commas or not."""
+
     names: tuple[str, ...]
     units: tuple[str, ...]
     commas: bool

@@ -34,6 +34,8 @@ _MIG = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class MigDevice:
+    """One ``MIG ... Device N:`` line under its GPU: profile, device number, UUID and line."""
+
     profile: str  # "3g.71gb", "1g.10gb+me"
     index: int  # the "Device  N" number within its GPU
     uuid: str | None  # "MIG-..." (or old "MIG-GPU-.../7/0")
@@ -42,6 +44,8 @@ class MigDevice:
 
 @dataclass(frozen=True, slots=True)
 class ListedGpu:
+    """One ``GPU N: NAME (UUID: ...)`` line, with the MIG devices listed under it."""
+
     index: int
     name: str
     uuid: str | None  # "GPU-..."
@@ -52,6 +56,8 @@ class ListedGpu:
 
 @dataclass(frozen=True, slots=True)
 class GpuList:
+    """All of `nvidia-smi -L`: the GPUs in printed order and the errors it printed."""
+
     gpus: tuple[ListedGpu, ...]
     errors: tuple[SmiError, ...]
 

@@ -122,6 +122,8 @@ _HEADER_CELL = re.compile(r"^(?P<name>[a-z_][A-Za-z0-9_.]*)(?:\s*\[(?P<unit>[^\[
 
 @dataclass(frozen=True, slots=True)
 class _Column:
+    """One header cell: as printed, the field's current name and its bracketed unit."""
+
     printed: str
     field: str
     unit: str | None

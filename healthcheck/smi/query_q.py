@@ -305,6 +305,8 @@ def _first(root: QNode, *paths: str) -> Value:
 
 @dataclass(frozen=True, slots=True)
 class PcieLink:
+    """The ``GPU Link Info`` readings: PCIe gen and width (current, max), replays, throughput."""
+
     gen_current: Value  # PCI/GPU Link Info/PCIe Generation/Current
     gen_max: Value  # .../Max (the most this GPU and system allow)
     gen_device_current: Value  # .../Device Current (535+)
@@ -371,6 +373,8 @@ class EccScope:
 
 @dataclass(frozen=True, slots=True)
 class Ecc:
+    """One GPU's ECC mode, volatile and aggregate counts, repair flags and retired pages."""
+
     mode_current: Value
     mode_pending: Value
     volatile: EccScope
@@ -386,6 +390,8 @@ class Ecc:
 
 @dataclass(frozen=True, slots=True)
 class RemappedRows:
+    """The ``Remapped Rows`` section: counts by cause, pending, failure, bank histogram."""
+
     correctable: Value
     uncorrectable: Value
     pending: Value
@@ -399,6 +405,8 @@ class RemappedRows:
 
 @dataclass(frozen=True, slots=True)
 class SmiProcess:
+    """One process of the ``Processes`` section: pid, type, name, memory and MIG instance ids."""
+
     pid: Value
     type: Value  # "C", "G", "C+G"
     name: Value
@@ -674,6 +682,8 @@ def _gpu(section: QNode, bus_id: str) -> SmiGpu:
 
 @dataclass(slots=True)
 class _Building:
+    """A tree node while the text is read (mutable children); frozen into a `QNode` at the end."""
+
     label: str
     value: str | None
     line: int

@@ -49,6 +49,8 @@ class KernelLogStream:
 
 @dataclass(frozen=True, slots=True)
 class DriverProbe:
+    """Whether the NVIDIA driver is here (present, absent, not loaded), and what says so."""
+
     state: DriverState
     detail: str
 

@@ -124,6 +124,8 @@ def _copy_tree_files(
 
 @dataclass
 class _Reading:
+    """One reading of a file tree: the texts of its readable files and when it was read."""
+
     texts: dict[str, str]  # relative path -> text, readable files only
     at: float  # monotonic midpoint of the reading
 

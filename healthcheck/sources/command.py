@@ -35,6 +35,8 @@ _POLL_S = 0.05  # how often a command's end is looked for where no pidfd tells i
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
+    """How one command ended: output, exit status and time, or why not (timeout, cap, error)."""
+
     argv: tuple[str, ...]
     returncode: int | None
     stdout: str

@@ -35,6 +35,8 @@ DEV_CTL = "/dev/nvidiactl"
 
 @dataclass
 class LiveOptions:
+    """How the live node is read: timeouts, the sampling window, sysfs/procfs roots, log files."""
+
     command_timeout_s: float = 10.0
     nvml_deadline_s: float = 5.0
     sample_seconds: float = 3.0

@@ -41,6 +41,8 @@ _NO_DRIVER_ERRORS = ("NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIBRARY_NOT_FOU
 
 @dataclass(frozen=True, slots=True)
 class Reading(Generic[T]):
+    """One NVML value, or why there is none: `state` (ok, not_supported, error, ...), `detail`."""
+
     value: T | None
     state: ReadingState = "ok"
     detail: str | None = None

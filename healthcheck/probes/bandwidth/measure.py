@@ -78,6 +78,8 @@ class Stop(Exception):
 
 @dataclass(frozen=True)
 class Plan:
+    """How much to measure (copy size, samples, repeats), and the deadline that stops it."""
+
     deadline: float  # time.monotonic() by which measuring stops
     nbytes: int = 256 * MIB
     samples: int = 5
