@@ -342,7 +342,14 @@ class AerLines:
 
     Each report is handed to `sink` (by default an `AerTally`, what `finish` returns) as soon
     as no later line can change it, with its place in the log: memory holds the reports still
-    open, not those done."""
+    open, not those done.
+
+    A report's lines are read at once where they can be (an error storm prints the same few
+    reports over and over): from its header line on, its detail lines are held (`_Lane`);
+    when the next header line of the same port ends it, no later line can change it, and
+    the events its lines make (from no other state: `_lone_events`, remembered for each
+    sequence of lines) go on as one slot (`_Done`). Any other line first applies the lines
+    held, one by one, as they came: the state is then what it would have been."""
 
     def __init__(self, sink: Sink | None = None) -> None:
         self.tally: AerTally | None = None
@@ -351,24 +358,76 @@ class AerLines:
             sink = self.tally.add_at
         self._state = _AerState(_Resolver(sink))
         self._said = self._state.said
+        self._lane: _Lane | None = None
+        self._alone: dict[tuple[_Line, ...], tuple[AerEvent, ...] | None] = {}
 
     def feed(self, line: KernelLine) -> None:
         self.feed_text(line.body, line.time)
 
     def feed_text(self, body: str, time: str | None) -> None:
         """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
-        state = self._state
         said = self._said.get(body)
         if said is None:
-            said = state.remember(body)
+            said = self._state.remember(body)
+        lane = self._lane
+        if lane is not None:
+            kind = type(said)
+            if kind in _DETAIL_LINES and len(lane.times) < _MAX_LANE:
+                lane.lines.append(said)
+                lane.times.append(time)
+                return
+            if said is _NOTHING:
+                return
+            self._lane = None
+            if not isinstance(said, _HeaderLine) or not self._done(lane, said):
+                self._undo(lane)
+        if type(said) is _HeaderLine:
+            # what the header line does first, at once (again when its lines are applied):
+            # the port's report before it and every block open are done
+            self._state.open_blocks.clear()
+            self._state.open_headers.pop(said.reporter, None)
+            self._lane = _Lane(said, time)
+            return
+        self._apply(said, time)
+
+    def finish(self) -> AerTally | None:
+        """The tally (None when the events went to a sink of the caller's)."""
+        if self._lane is not None:
+            self._undo(self._lane)
+            self._lane = None
+        self._state.flush(final=True)
+        return self.tally
+
+    def _apply(self, said: _Line, time: str | None) -> None:
+        state = self._state
         said.apply(state, time)
         if len(state.slots) >= state.flush_at:
             state.flush()
 
-    def finish(self) -> AerTally | None:
-        """The tally (None when the events went to a sink of the caller's)."""
-        self._state.flush(final=True)
-        return self.tally
+    def _undo(self, lane: _Lane) -> None:
+        """Apply the lines held, as they came."""
+        for said, time in zip(lane.lines, lane.times, strict=True):
+            self._apply(said, time)
+
+    def _done(self, lane: _Lane, header: _HeaderLine) -> bool:
+        """Whether the report of `lane`, ended by the next header line `header`, went on as
+        its lone events: where its port is the same, that line leaves nothing of the report
+        open (its header is replaced, its blocks are closed), whatever the state was."""
+        if header.reporter != lane.reporter:
+            return False
+        key = tuple(lane.lines)
+        events = self._alone.get(key, _UNSEEN)
+        if events is _UNSEEN:
+            if len(self._alone) >= _MAX_REMEMBERED:
+                self._alone.clear()
+            events = self._alone[key] = _lone_events(key, self._state.names)
+        if events is None:
+            return False
+        state = self._state
+        state.slots.append(_Done(events, lane.times[0]))
+        if len(state.slots) >= state.flush_at:
+            state.flush()
+        return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,7 +539,53 @@ class _Section:
         self.merged: _Block | None = None
 
 
-_Slot = _Header | _Block | _Section
+class _Done:
+    """A report read at once (`AerLines`): its events, without their time, and its time."""
+
+    __slots__ = ("events", "time")
+
+    def __init__(self, events: tuple[AerEvent, ...], time: str | None) -> None:
+        self.events = events
+        self.time = time
+
+
+class _Lane:
+    """A report's header line and the detail lines after it, held (`AerLines`): the lines
+    and their times, the header's first."""
+
+    __slots__ = ("lines", "reporter", "times")
+
+    def __init__(self, header: _HeaderLine, time: str | None) -> None:
+        self.reporter = header.reporter
+        self.lines: list[_Line] = [header]
+        self.times: list[str | None] = [time]
+
+
+_MAX_LANE = 64  # detail lines held after a header line, at most
+_UNSEEN: Any = object()
+
+
+def _lone_events(lines: tuple[_Line, ...], names: _Names) -> tuple[AerEvent, ...] | None:
+    """The events a header line and its detail lines make from no other state (None unless
+    they make one report of known severity). Its detail lines join its own header whatever
+    the state (it is the newest open header and has no block yet; the header lines before
+    it may only be told apart by the severity and domain, which the lines themselves say)."""
+    state = _AerState(_Resolver(lambda index, event, time: None))
+    for said in lines:
+        said.apply(state, None)
+    if len(state.slots) != 1 or state.records or state.sections_by_device:
+        return None
+    (header,) = state.slots
+    if not isinstance(header, _Header):
+        return None
+    items = [_block_item(block, header, names) for block in header.blocks]
+    events = tuple(item for item in items or [_header_item(header, names)])
+    if not all(isinstance(event, AerEvent) for event in events):
+        return None
+    return events  # type: ignore[return-value]
+
+
+_Slot = _Header | _Block | _Section | _Done
 
 
 class _AerState:
@@ -585,7 +690,10 @@ class _AerState:
         push = self.resolver.push
         names = self.names
         for slot in slots[:done]:
-            if isinstance(slot, _Header):
+            if isinstance(slot, _Done):
+                for event in slot.events:
+                    push(event, slot.time)
+            elif isinstance(slot, _Header):
                 for block in slot.blocks:
                     push(_block_item(block, slot, names), slot.time)
                 if not slot.blocks:
@@ -616,6 +724,8 @@ class _AerState:
             blocks = slot.blocks
         elif isinstance(slot, _Block):
             blocks = [slot]
+        elif isinstance(slot, _Done):
+            return  # done: nothing of it is open
         else:
             for record in self.records.values():
                 if record.current is slot:
@@ -1024,6 +1134,8 @@ _Line = (
     | _GhesLayerLine
     | _GhesSeverityLine
 )
+# the lines of a device's detail block: held after a header line (`AerLines`)
+_DETAIL_LINES = (_BusErrorLine, _StatusLine, _BitLine)
 
 
 def _cper_field(state: _AerState, record: _Record, text: str) -> None:
