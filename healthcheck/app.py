@@ -136,10 +136,6 @@ def selected_checks(config: RunConfig) -> list[Check | BrokenCheck]:
 
 
 def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
-    from .contract.runner import run_checks
-    from .engine.profiles import select_profile
-    from .report.assemble import build_report
-
     config = request.config
     started_at = datetime.now(timezone.utc)
     started = time.monotonic()
@@ -168,6 +164,12 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
             # its NVML calls end within the GPU checks' deadline, which is theirs
             open_window(sources, min(time.monotonic() + config.check_timeout_s, deadline))
         background = Background(compile_rules) if request.bundle is None else None
+        # what runs the checks and makes the report is loaded once the window is open (a live
+        # run's sampling starts without waiting for it)
+        from .contract.runner import run_checks
+        from .engine.profiles import select_profile
+        from .report.assemble import build_report
+
         guarded = interrupt.guard(checks)
         results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
