@@ -561,7 +561,7 @@ class _Lane:
         self.times: list[str | None] = [time]
 
 
-_MAX_LANE = 64  # detail lines held after a header line, at most
+_MAX_LANE = 64  # lines held in a lane (its header line's and the detail lines), at most
 _UNSEEN: Any = object()
 
 
@@ -578,11 +578,14 @@ def _lone_events(lines: tuple[_Line, ...], names: _Names) -> tuple[AerEvent, ...
     (header,) = state.slots
     if not isinstance(header, _Header):
         return None
-    items = [_block_item(block, header, names) for block in header.blocks]
-    events = tuple(item for item in items or [_header_item(header, names)])
-    if not all(isinstance(event, AerEvent) for event in events):
-        return None
-    return events  # type: ignore[return-value]
+    events: list[AerEvent] = []
+    for item in [_block_item(block, header, names) for block in header.blocks] or [
+        _header_item(header, names)
+    ]:
+        if not isinstance(item, AerEvent):
+            return None  # a draft: its severity is the reports' around it
+        events.append(item)
+    return tuple(events)
 
 
 _Slot = _Header | _Block | _Section | _Done
