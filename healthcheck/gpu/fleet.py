@@ -54,7 +54,9 @@ def _load(sources: Sources) -> GpuFleet | str:
     if sources.mode != "live" or not nvml_ok:
         wanted += [names.NVIDIA_SMI_QUERY_GPU, names.NVIDIA_SMI_DMON, names.NVIDIA_SMI_Q]
     outputs = _read(sources, wanted)
-    missing = tuple(a.reason for a in outputs.values() if a.text is None and a.reason)
+    absent = [a for a in outputs.values() if a.text is None and a.reason]
+    missing = tuple(a.reason for a in absent if a.reason)
+    unread = tuple(a.reason for a in absent if a.reason and not a.absent)  # failed, named
     query, dmon = outputs.get(names.NVIDIA_SMI_QUERY_GPU), outputs.get(names.NVIDIA_SMI_DMON)
     if (query and query.text is not None) or (dmon and dmon.text is not None):
         fleets.append(
@@ -72,7 +74,11 @@ def _load(sources: Sources) -> GpuFleet | str:
     fleet = merge(fleets)
     problems.extend(fleet.problems)
     fleet = dataclasses.replace(
-        fleet, problems=tuple(problems), missing=missing, gpus=_lost_ids(sources, fleet)
+        fleet,
+        problems=tuple(problems),
+        missing=missing,
+        unread=unread,
+        gpus=_lost_ids(sources, fleet),
     )
     if not fleet.gpus:  # outputs there, but no GPU could be read from them: not healthy
         return "no GPU readings: " + "; ".join(

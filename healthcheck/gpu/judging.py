@@ -30,7 +30,7 @@ def judge_each(
     """Run `per_gpu(gpu, facts entry, output)` for every GPU that answers; a lost GPU gets its
     identity and a not-judged note (the driver check reports it). The facts are
     `{source, ref, gpus: [...]}`; failed reads under `read_keys` make the output's error."""
-    out = CheckOutput(not_judged=list(fleet.problems))
+    out = CheckOutput(not_judged=[*fleet.problems, *fleet.unread])
     gpus: list[dict[str, Any]] = []
     for gpu in fleet.gpus:
         entry = gpu.identity()

@@ -243,6 +243,9 @@ class GpuFleet:
     disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
     listed: Mapping[str, int] = field(default_factory=dict)
     missing: tuple[str, ...] = field(default_factory=tuple)  # why absent outputs are absent
+    # of those, the outputs that failed (a command's error, a file that could not be read):
+    # what the GPUs' readings from the other outputs lack is then said with its cause
+    unread: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def has_readings(self) -> bool:

@@ -30,6 +30,7 @@ class Artifact:
     reason: str | None = None
     truncated: bool = False
     timed_out: bool = False  # a live command that did not answer within its deadline (killed)
+    absent: bool = False  # not part of this evidence (a bundle without it), not one that failed
 
     @property
     def available(self) -> bool:

@@ -113,7 +113,8 @@ class LiveSources(Memo):
             return self.memo(name, self._bandwidth)
         spec = self._declared_commands().get(name)
         if spec is None:
-            return Artifact(name, None, name, reason=f"no selected check declares {name}")
+            reason = f"no selected check declares {name}"
+            return Artifact(name, None, name, reason=reason, absent=True)
         with self._lock:
             lock = self._command_locks.setdefault(name, threading.Lock())
         # Concurrent checks asking for the same output share one run, and each of them, while

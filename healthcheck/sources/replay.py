@@ -89,8 +89,10 @@ class ReplaySources(Memo):
     def artifact(self, name: str) -> Artifact:
         ref = f"{self._label}/{name}"
         if not self._files.exists(name):
-            why = skipped_reason(self._unpacked, name) or f"{name} is not in the bundle"
-            return Artifact(name, None, ref, reason=why)
+            skipped = skipped_reason(self._unpacked, name)
+            if skipped is not None:  # in the bundle, but left unpacked: a failure to read it
+                return Artifact(name, None, ref, reason=skipped)
+            return Artifact(name, None, ref, reason=f"{name} is not in the bundle", absent=True)
         text, problem = self._files.read(name, limit=_MAX_ARTIFACT + 1)
         if text is None:
             return Artifact(name, None, ref, reason=f"{name} could not be read: {problem}")

@@ -210,6 +210,38 @@ def test_gpu_checks_read_what_is_whole_when_the_csv_is_cut(
         assert "--format=csv: line " in said(check)
 
 
+def test_a_failed_csv_query_is_named_by_the_checks_read_from_the_other_outputs(
+    node: NodeSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--query-gpu` exits with an error while `-q` and dmon answer: the GPU checks judge what
+    those give and say which readings' source failed and how (not only "not in the
+    evidence"); a replay of a bundle that never held the CSV notes no failure."""
+    node.nvml.mode = "absent"
+    failing = "echo 'Unable to determine the device handle for GPU0000:00:06.0' >&2; exit 15"
+    write_smi(node, {"--query-gpu=*": failing})
+    report, _ = run_live(node, monkeypatch.setattr)
+    for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
+        check = result(report, name)
+        assert check.status == Status.OK, (name, said(check))
+        (note,) = [n for n in check.not_judged if n.startswith("`nvidia-smi --query-gpu")]
+        assert "exited 15" in note and "Unable to determine the device handle" in note, note
+
+
+def test_an_output_a_bundle_never_held_is_no_failure(tmp_path: Path) -> None:
+    import shutil
+
+    from sitscheck.app import RunRequest, execute
+    from sitscheck.config import RunConfig
+
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, bundle)
+    (bundle / SMI_FILES["--query-gpu=*"]).unlink()
+    report = execute(RunRequest(RunConfig.model_validate({}), str(bundle)))
+    for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
+        check = result(report, name)
+        assert not [n for n in check.not_judged if "is not in the bundle" in n], said(check)
+
+
 # ---- dmesg hangs ---------------------------------------------------------------------------
 
 
