@@ -382,10 +382,14 @@ class AerLines:
             if not isinstance(said, _HeaderLine) or not self._done(lane, said):
                 self._undo(lane)
         if type(said) is _HeaderLine:
-            # what the header line does first, at once (again when its lines are applied):
-            # the port's report before it and every block open are done
+            # what the header line does to the other reports, at once (its own header is made
+            # when its lines are applied, where they are): the port's report before it and
+            # every block open are done, and the oldest open header makes room for it
+            headers = self._state.open_headers
             self._state.open_blocks.clear()
-            self._state.open_headers.pop(said.reporter, None)
+            headers.pop(said.reporter, None)
+            if len(headers) >= _MAX_OPEN_HEADERS:
+                del headers[next(iter(headers))]
             self._lane = _Lane(said, time)
             return
         self._apply(said, time)

@@ -71,6 +71,24 @@ def test_lanes_give_the_events_of_the_lines_applied_one_by_one() -> None:
         assert events_of(AerLines, raw) == events_of(LineByLine, raw), seed
 
 
+def test_a_port_storm_behind_every_open_header_closes_the_ones_line_by_line_would() -> None:
+    """Sixteen ports' reports left open (as many as are held), then a storm of a seventeenth
+    port's reports, past the most held behind the oldest open one: its first header closed
+    the oldest, so the forced closes go on from the next; a later line of the second port then
+    starts a report of its own (found by an adversarial search: the lane had not made room)."""
+    ports = [f"0000:00:{n + 2:02x}.0" for n in range(16)]
+    lines = [f"pcieport {p}: AER: Corrected error received: 0000:{n + 0x20:02x}:00.0"
+             for n, p in enumerate(ports)]  # fmt: skip
+    lines += ["pcieport 0000:00:01.0: AER: Corrected error received: 0000:00:06.0"] * 4144
+    for tail in (
+        f"pcieport {ports[1]}: AER: found no error details for 0000:21:00.0",
+        "nvidia 0000:21:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), "
+        "type=Transaction Layer, (Requester ID)",
+    ):
+        raw = [bracket(step) + line for step, line in enumerate([*lines, tail])]
+        assert events_of(AerLines, raw) == events_of(LineByLine, raw), tail
+
+
 def test_a_storm_of_one_report_is_read_at_once_with_each_reports_own_time() -> None:
     raw = [bracket(n) + line for n in range(2000) for line in AER_REPORTS[0](DEVICES[n % 2])]
     lanes = events_of(AerLines, raw)
