@@ -204,7 +204,7 @@ def load_rules(
     shipped rule folders (`loader.shipped_rules_dirs`)."""
     from .engine.loader import load_rules as load
 
-    return load(files, env, deadline, shipped_dirs=shipped)
+    return load(files, env, deadline, shipped=shipped)
 
 
 def evaluate_rules(

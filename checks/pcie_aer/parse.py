@@ -383,13 +383,8 @@ class AerLines:
                 self._undo(lane)
         if type(said) is _HeaderLine:
             # what the header line does to the other reports, at once (its own header is made
-            # when its lines are applied, where they are): the port's report before it and
-            # every block open are done, and the oldest open header makes room for it
-            headers = self._state.open_headers
-            self._state.open_blocks.clear()
-            headers.pop(said.reporter, None)
-            if len(headers) >= _MAX_OPEN_HEADERS:
-                del headers[next(iter(headers))]
+            # when its lines are applied, where they are)
+            self._state.make_room(said.reporter)
             self._lane = _Lane(said, time)
             return
         self._apply(said, time)
@@ -615,12 +610,18 @@ class _AerState:
 
     def open_header(self, header: _Header) -> None:
         """A new report: the detail lines after it start its blocks."""
-        self.open_blocks.clear()
-        self.open_headers.pop(header.reporter, None)
+        self.make_room(header.reporter)
         self.open_headers[header.reporter] = header
-        if len(self.open_headers) > _MAX_OPEN_HEADERS:
-            del self.open_headers[next(iter(self.open_headers))]
         self.slots.append(header)
+
+    def make_room(self, reporter: str | None) -> None:
+        """What a new report's header does to the others: every open block is done, so is the
+        report of its port before it, and the oldest open header where all are taken."""
+        self.open_blocks.clear()
+        headers = self.open_headers
+        headers.pop(reporter, None)
+        if len(headers) >= _MAX_OPEN_HEADERS:
+            del headers[next(iter(headers))]
 
     def remember(self, body: str) -> _Line:
         """What a line body says, parsed and remembered (the lines of a report recur verbatim
@@ -849,13 +850,7 @@ class _HeaderLine:
         header.multiple = self.multiple
         header.source = self.source
         header.source_id = self.source_id
-        state.open_blocks.clear()  # state.open_header, inlined: one per report of a storm
-        headers = state.open_headers
-        headers.pop(self.reporter, None)
-        headers[self.reporter] = header
-        if len(headers) > _MAX_OPEN_HEADERS:
-            del headers[next(iter(headers))]
-        state.slots.append(header)
+        state.open_header(header)
 
 
 class _DpcState:

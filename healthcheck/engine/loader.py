@@ -74,11 +74,15 @@ def shipped_rules_dirs() -> list[Path]:
     return folders
 
 
+def _shipped(shipped: list[Path] | None) -> list[Path]:
+    """`shipped_rules_dirs()`, unless the caller looked them up already (`shipped`)."""
+    return shipped_rules_dirs() if shipped is None else shipped
+
+
 def rule_files(dirs: list[Path], shipped: list[Path] | None = None) -> list[Path]:
     """Shipped rule files first (sitscheck's, then plugins'), then each extra directory's
     (or file's) in name order. `shipped`: `shipped_rules_dirs()`, where the caller has it."""
-    folders = shipped_rules_dirs() if shipped is None else shipped
-    files = [path for folder in folders for path in sorted(folder.glob("*.yaml"))]
+    files = [path for folder in _shipped(shipped) for path in sorted(folder.glob("*.yaml"))]
     for location in dirs:
         if location.is_file():
             files.append(location)
@@ -92,11 +96,11 @@ def load_rules(
     env: CelEnvironment | None = None,
     deadline: float | None = None,
     expr_checks: Sequence[ExprCheck] = (),
-    shipped_dirs: list[Path] | None = None,
+    shipped: list[Path] | None = None,
 ) -> RuleSet:
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
     the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
-    `shipped_dirs`: `shipped_rules_dirs()`, where the caller has it."""
+    `shipped`: `shipped_rules_dirs()`, where the caller has it."""
     env = env or CelEnvironment()
     compiler = _Compiler(env, expr_checks, deadline)
     rules: dict[str, Rule] = {}
@@ -104,8 +108,7 @@ def load_rules(
     site_params: dict[str, Any] = {}
     site_param_lines: dict[str, tuple[str, int]] = {}
     every_rule: list[Rule] = []  # replaced ones too: a param one of them reads is no typo
-    shipped_list = shipped_rules_dirs() if shipped_dirs is None else shipped_dirs
-    shipped = {folder.resolve() for folder in shipped_list}
+    shipped_folders = {folder.resolve() for folder in _shipped(shipped)}
     for path in files:
         data = load_yaml(path)
         if data is None:
@@ -119,7 +122,7 @@ def load_rules(
         file_params = data.get("params") or {}
         if not isinstance(file_params, dict):
             raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
-        if path.resolve().parent in shipped:
+        if path.resolve().parent in shipped_folders:
             params.update(file_params)
         else:
             site_params.update(file_params)
@@ -259,9 +262,7 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
     """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
     ones (`profiles/*.yaml` in each extra dir), merged by name. `shipped`:
     `shipped_rules_dirs()`, where the caller has it."""
-    folders = [
-        folder / "profiles" for folder in (shipped_rules_dirs() if shipped is None else shipped)
-    ]
+    folders = [folder / "profiles" for folder in _shipped(shipped)]
     site = [d / "profiles" for d in dirs if d.is_dir()]
     folders += site
     profiles: dict[str, Profile] = {}

@@ -54,9 +54,9 @@ def _load(sources: Sources) -> GpuFleet | str:
     if sources.mode != "live" or not nvml_ok:
         wanted += [names.NVIDIA_SMI_QUERY_GPU, names.NVIDIA_SMI_DMON, names.NVIDIA_SMI_Q]
     outputs = _read(sources, wanted)
-    absent = [a for a in outputs.values() if a.text is None and a.reason]
-    missing = tuple(a.reason for a in absent if a.reason)
-    unread = tuple(a.reason for a in absent if a.reason and not a.absent)  # failed, named
+    textless = [a for a in outputs.values() if a.text is None and a.reason]
+    missing = tuple(a.reason for a in textless if a.reason)
+    unread = tuple(a.reason for a in textless if a.reason and not a.absent)  # those that failed
     query, dmon = outputs.get(names.NVIDIA_SMI_QUERY_GPU), outputs.get(names.NVIDIA_SMI_DMON)
     if (query and query.text is not None) or (dmon and dmon.text is not None):
         fleets.append(

@@ -105,9 +105,10 @@ class _Handlers:
                 if own:
                     self._split(raw, own, [])
                 continue
-            plan = plans.get(raw[stamp.end() :])
+            tail = raw[stamp.end() :]
+            plan = plans.get(tail)
             if plan is None:
-                plan = self._plan(raw, raw[stamp.end() :])
+                plan = self._plan(raw, tail)
             own, body = plan
             if not own:
                 continue  # wanted by none
