@@ -145,10 +145,12 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
         from .engine.cel import CelEnvironment
         from .engine.loader import load_profiles, rule_files, shipped_rules_dirs
+        from .engine.program_cache import default_folder
 
-        env = CelEnvironment()
+        env = CelEnvironment(keep_in=default_folder())  # the last run's programs read back
         shipped = shipped_rules_dirs()  # the plugins' rule packages, looked up once
         rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped)
+        env.save_programs()
         return env, rules, load_profiles(dirs, shipped)
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling

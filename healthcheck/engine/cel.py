@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import RuleError
 from .errors import CompileFailure
 from .model import CompiledExpr, Shape
+from .program_cache import ProgramCache
 
 MAX_EXPR_CHARS = 2000
 # Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
@@ -28,8 +30,14 @@ GOOGLE, CELPY = "cel-expr-python", "celpy"
 
 class Engine(Protocol):
     name: str
+    # the engine's build where its programs may be kept between runs (`serialize`), else None
+    build: str | None
 
     def compile(self, text: str) -> tuple[Any, Shape]: ...
+
+    def serialize(self, program: Any) -> bytes: ...
+
+    def deserialize(self, data: bytes) -> Any: ...
 
     shares_scopes: bool
 
@@ -43,9 +51,12 @@ def default_engine() -> str:
 
 
 class CelEnvironment:
-    """One engine per rule set: compiles expressions, builds scopes, evaluates."""
+    """One engine per rule set: compiles expressions, builds scopes, evaluates. With `keep_in`
+    (a cache folder: `program_cache.default_folder()`), the programs of the last run are read
+    back from there rather than compiled, where the engine can (`save_programs` writes this
+    run's)."""
 
-    def __init__(self, engine: str | None = None) -> None:
+    def __init__(self, engine: str | None = None, keep_in: Path | None = None) -> None:
         chosen = engine or default_engine()
         if chosen == GOOGLE:
             from .cel_google import GoogleEngine
@@ -60,6 +71,8 @@ class CelEnvironment:
         # what each text compiled to: the shipped rules repeat a quarter of their expressions
         # (guards, message placeholders), and a program is only read by its evaluations
         self._compiled: dict[str, tuple[Any, Shape]] = {}
+        build = self._engine.build
+        self._kept = ProgramCache(keep_in, build) if keep_in is not None and build else None
 
     @property
     def engine(self) -> str:
@@ -86,8 +99,24 @@ class CelEnvironment:
         return CompiledExpr(text, program, shape)
 
     def _compile(self, text: str) -> tuple[Any, Shape]:
-        self._compiled[text] = compiled = self._engine.compile(text)
+        kept = self._kept
+        if kept is None:
+            self._compiled[text] = compiled = self._engine.compile(text)
+            return compiled
+        found = kept.get(text)
+        if found is not None:
+            try:
+                self._compiled[text] = compiled = (self._engine.deserialize(found[0]), found[1])
+                return compiled
+            except ValueError:
+                kept.drop(text)  # compiled again below, and written anew
+        self._compiled[text] = compiled = program, shape = self._engine.compile(text)
+        kept.put(text, self._engine.serialize(program), shape)
         return compiled
+
+    def save_programs(self) -> bool:
+        """Keep this run's programs for the next (`program_cache`); whether it wrote."""
+        return self._kept.save() if self._kept is not None else False
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))
