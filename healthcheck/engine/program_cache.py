@@ -4,14 +4,14 @@ Every run compiles the same rule files: the shipped ones hold ~230 distinct expr
 compiling them (cel-cpp's parser) and reading each program's syntax tree (`cel_google.shape`)
 is about a tenth of a replay's instructions; a program read back (`deserialize`) costs an
 eighth of its compiling. Where the engine can serialize its programs, the programs of the
-last run are kept in one JSON file in the user's cache folder (`$XDG_CACHE_HOME/sitscheck`,
-else `~/.cache/sitscheck`; a systemd unit's `CacheDirectory=`), with the shape of each.
+last run are kept in one JSON file of the user's cache folder (`cache_file`), with the shape
+of each.
 
 - Only the programs of the last run are written (the file never grows with the runs); it is
   written only when the run compiled an expression it did not hold, or left one unused.
-- A program read back is trusted as the rule file it came from is: the folder and the file
-  must be the user's own, and nobody else may write either (else the file is not read, and
-  not written). No pickle: programs are the engine's own serialized form, base64 in JSON.
+- A program read back is trusted as the rule file it came from is (`cache_file`: the
+  user's own folder and file, nobody else may write either). No pickle: programs are the
+  engine's own serialized form, base64 in JSON.
 - Keyed by the engine's build (its module file's size and modification time): another build
   of the engine never reads what this one wrote.
 - Anything wrong with it (absent, unreadable, too large, not this engine's, a program that
@@ -23,34 +23,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import os
-import stat
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .cache_file import read_json, write_json
 from .model import Shape
 
 FORMAT = 1
-MAX_BYTES = 8 * 1024 * 1024  # a larger file is not read (the shipped rules write ~0.2 MB)
 FILE_NAME = "cel-programs.json"
-
-
-def default_folder(environ: Mapping[str, str] | None = None) -> Path | None:
-    """systemd's `$CACHE_DIRECTORY` (a unit's `CacheDirectory=`), else
-    `$XDG_CACHE_HOME/sitscheck`, else `~/.cache/sitscheck`; None without any of them (a
-    unit with no home: nothing is kept). Relative paths are ignored."""
-    env = os.environ if environ is None else environ
-    unit = env.get("CACHE_DIRECTORY", "").split(":")[0]
-    if os.path.isabs(unit):
-        return Path(unit)
-    base = env.get("XDG_CACHE_HOME", "")
-    if os.path.isabs(base):
-        return Path(base) / "sitscheck"
-    home = env.get("HOME", "")
-    return Path(home) / ".cache" / "sitscheck" if os.path.isabs(home) else None
 
 
 class ProgramCache:
@@ -101,39 +81,16 @@ class ProgramCache:
         """Write this run's programs where they differ from those read; whether it wrote."""
         if self._folder is None or (not self._damaged and self._now.keys() == self._kept.keys()):
             return False
-        try:
-            folder = self._own_folder(create=True)
-            if folder is None:
-                return False
-            handle, temporary = tempfile.mkstemp(prefix=".cel-", dir=folder)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    json.dump(
-                        {"format": FORMAT, "engine": self._engine, "programs": self._now}, out
-                    )
-                os.replace(temporary, folder / FILE_NAME)
-            except BaseException:
-                os.unlink(temporary)
-                raise
-        except OSError:
+        data = {"format": FORMAT, "engine": self._engine, "programs": self._now}
+        if not write_json(self._folder, FILE_NAME, data):
             return False
         self._kept = dict(self._now)
         self._damaged = False
         return True
 
     def _read(self) -> dict[str, list[Any]]:
-        try:
-            folder = self._own_folder(create=False)
-            if folder is None:
-                return {}
-            fd = os.open(folder / FILE_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode) or not _private(info) or info.st_size > MAX_BYTES:
-                    return {}
-                data = json.loads(handle.read(MAX_BYTES + 1))
-        except (OSError, ValueError):
-            return {}
+        assert self._folder is not None
+        data = read_json(self._folder, FILE_NAME)
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             return {}
         programs = data.get("programs")
@@ -146,21 +103,3 @@ class ProgramCache:
         }
         self._damaged = len(kept) != len(programs)  # written anew by `save`, whole
         return kept
-
-    def _own_folder(self, create: bool) -> Path | None:
-        """The cache folder where it is the user's own and nobody else may write it (made,
-        0700, with `create`); None otherwise."""
-        folder = self._folder
-        assert folder is not None
-        if create:
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            info = os.lstat(folder)
-        except FileNotFoundError:
-            return None
-        return folder if stat.S_ISDIR(info.st_mode) and _private(info) else None
-
-
-def _private(info: os.stat_result) -> bool:
-    """Owned by this user, a plain file or folder nobody else may write."""
-    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)

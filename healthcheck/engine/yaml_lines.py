@@ -2,32 +2,39 @@
 
 Aliases and anchors are refused (no billion-laughs expansion), the file size is capped, and
 only plain scalars, lists and mappings are built: each mapping and list remembers the line
-it starts on and the line of each entry, so a validation error names `file:line`.
+it starts on and the line of each entry, so a validation error names `file:line`. The
+parsing itself is `yaml_parse` (PyYAML is imported only where a file is parsed: a run whose
+files' trees are kept, `tree_cache`, never imports it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, Protocol
 
 from ..errors import RuleError
+from .lined import LinedDict, LinedList, line_of, value_line_of
+
+__all__ = [
+    "KeptTrees",
+    "LinedDict",
+    "LinedList",
+    "line_of",
+    "load_yaml",
+    "read_capped",
+    "value_line_of",
+]
+
+
+class KeptTrees(Protocol):
+    """The trees of files parsed before, by their bytes (`tree_cache.TreeCache`)."""
+
+    def get(self, raw: bytes) -> tuple[Any] | None: ...
+
+    def put(self, raw: bytes, tree: Any) -> None: ...
+
 
 MAX_YAML_BYTES = 1024 * 1024
-MAX_DEPTH = 64
-
-
-class LinedDict(dict[str, Any]):
-    line: int
-    key_lines: dict[str, int]
-    value_lines: dict[str, int]
-
-
-class LinedList(list[Any]):
-    line: int
-    item_lines: list[int]
 
 
 def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
@@ -42,157 +49,18 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     return raw
 
 
-def _parser() -> Any:
-    """libyaml's parser where PyYAML was built with it (about 10x the pure-Python one), with
-    the same events and marks."""
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def check_events(path: Path, text: str) -> None:
-    """Refuse anchors/aliases (no billion laughs) and nesting deeper than MAX_DEPTH (no
-    recursion blow-up), from the event stream, before anything is built."""
-    for _event in _checked_events(path, text):
-        pass
-
-
-def _checked_events(path: Path, text: str) -> Iterator[yaml.Event]:
-    depth = 0
-    for event in yaml.parse(text, Loader=_parser()):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise RuleError(str(path), "YAML anchors/aliases are not allowed", _line(event))
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise RuleError(
-                    str(path), f"nested deeper than {MAX_DEPTH} levels; refused", _line(event)
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-        yield event
-
-
-def load_yaml(path: Path) -> Any:
+def load_yaml(path: Path, trees: KeptTrees | None = None) -> Any:
     """The document, built in one pass over libyaml's events: checked (`check_events`) and
-    built as they come, each mapping and list with its lines."""
-    text = read_capped(path).decode("utf-8", errors="replace")
-    try:
-        return _Builder(path).build(_checked_events(path, text))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise RuleError(str(path), f"not valid YAML: {problem}", line) from exc
+    built as they come, each mapping and list with its lines (`yaml_parse`). With `trees`,
+    the tree kept for the file's very bytes where there is one (`tree_cache`)."""
+    raw = read_capped(path)
+    if trees is not None:
+        kept = trees.get(raw)
+        if kept is not None:
+            return kept[0]
+    from .yaml_parse import parse_lined
 
-
-def _line(event: yaml.Event) -> int:
-    return event.start_mark.line + 1 if event.start_mark else 1
-
-
-class _Builder:
-    """Plain values, lists and mappings from the event stream: what `yaml.compose` and the
-    safe constructor give, without building the node graph first."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = str(path)
-        self._resolver = yaml.resolver.Resolver()
-        self._constructor = yaml.SafeLoader("")
-        self._single: Any = None  # a document that is one scalar
-        self._documents = 0
-
-    def build(self, events: Iterator[yaml.Event]) -> Any:
-        stack: list[tuple[Any, Any]] = []  # (container, pending key) of each open collection
-        document: Any = None
-        for event in events:
-            if isinstance(event, yaml.ScalarEvent):
-                self._add(stack, self._scalar(event), event)
-            elif isinstance(event, yaml.MappingStartEvent):
-                mapping = LinedDict()
-                mapping.line, mapping.key_lines, mapping.value_lines = _line(event), {}, {}
-                self._add(stack, mapping, event)
-                stack.append((mapping, _NO_KEY))
-            elif isinstance(event, yaml.SequenceStartEvent):
-                items = LinedList()
-                items.line, items.item_lines = _line(event), []
-                self._add(stack, items, event)
-                stack.append((items, _NO_KEY))
-            elif isinstance(event, yaml.CollectionEndEvent):
-                done = stack.pop()[0]
-                if not stack:
-                    document = done
-            elif isinstance(event, yaml.DocumentStartEvent):
-                self._documents += 1
-                if self._documents == 1:
-                    continue
-                raise RuleError(
-                    self._path,
-                    "not valid YAML: but found another document",
-                    _line(event),
-                )
-        return document if document is not None else self._single
-
-    def _add(self, stack: list[tuple[Any, Any]], value: Any, event: yaml.NodeEvent) -> None:
-        line = _line(event)
-        if not stack:
-            self._single = value
-            return
-        container, key = stack[-1]
-        if isinstance(container, LinedList):
-            container.append(value)
-            container.item_lines.append(line)
-        elif key is _NO_KEY:
-            if not isinstance(value, str) or isinstance(event, yaml.CollectionStartEvent):
-                raise RuleError(self._path, "mapping keys must be strings", line)
-            if value in container:
-                raise RuleError(self._path, f"duplicate key {value!r}", line)
-            container.key_lines[value] = line
-            stack[-1] = (container, value)
-        else:
-            container[key] = value
-            container.value_lines[key] = _content_line(event)
-            stack[-1] = (container, _NO_KEY)
-
-    def _scalar(self, event: yaml.ScalarEvent) -> Any:
-        tag = event.tag
-        if tag is None or tag == "!":
-            tag = self._resolver.resolve(  # type: ignore[no-untyped-call]
-                yaml.ScalarNode, event.value, event.implicit
-            )
-        node = yaml.ScalarNode(tag, event.value, style=event.style)
-        try:
-            return self._constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
-            raise RuleError(
-                self._path, f"bad value: {getattr(exc, 'problem', exc)}", _line(event)
-            ) from exc
-        except (ValueError, OverflowError) as exc:
-            raise RuleError(self._path, f"bad value: {exc}", _line(event)) from exc
-
-
-_NO_KEY = object()
-
-
-def _content_line(event: yaml.NodeEvent) -> int:
-    """The line a scalar's text starts on: a block scalar (`|`, `>`) starts below its key."""
-    line = _line(event)
-    if isinstance(event, yaml.ScalarEvent) and event.style in ("|", ">"):
-        return line + 1
-    return line
-
-
-def value_line_of(container: Any, key: str) -> int:
-    """Line where a key's value starts (for errors inside the value, e.g. an expression)."""
-    if isinstance(container, LinedDict) and key in container.value_lines:
-        return container.value_lines[key]
-    return line_of(container, key)
-
-
-def line_of(container: Any, key: str | int | None = None, default: int = 1) -> int:
-    if isinstance(container, LinedDict):
-        if isinstance(key, str) and key in container.key_lines:
-            return container.key_lines[key]
-        return container.line
-    if isinstance(container, LinedList):
-        if isinstance(key, int) and 0 <= key < len(container.item_lines):
-            return container.item_lines[key]
-        return container.line
-    return default
+    tree = parse_lined(path, raw.decode("utf-8", errors="replace"))
+    if trees is not None:
+        trees.put(raw, tree)
+    return tree

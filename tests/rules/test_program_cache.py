@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sitscheck.engine.cache_file import default_folder
 from sitscheck.engine.cel import GOOGLE, CelEnvironment
-from sitscheck.engine.program_cache import FILE_NAME, ProgramCache, default_folder
+from sitscheck.engine.program_cache import FILE_NAME, ProgramCache
 
 pytestmark = pytest.mark.skipif(
     find_spec("cel_expr_python") is None, reason="cel-expr-python not installed"
@@ -201,7 +202,8 @@ def test_every_recorded_bundle_gives_the_same_report_with_programs_read_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each bundle's facts and verdicts (`engine_snapshot`), a run with the programs
-    compiled and one with them read back: the same."""
+    compiled and the files parsed, and one with both read back (`tree_cache` too): the
+    same."""
     from engine_snapshot import bundles, snapshot
 
     monkeypatch.setattr("sitscheck.engine.cel.default_engine", lambda: GOOGLE)
@@ -210,5 +212,6 @@ def test_every_recorded_bundle_gives_the_same_report_with_programs_read_back(
     cold = {name: snapshot(path) for name, path in recorded.items()}
     kept = _programs(tmp_path / "cache" / "sitscheck")
     assert len(kept) > 100  # the shipped rules' expressions
+    assert (tmp_path / "cache" / "sitscheck" / "rule-trees.json").is_file()
     warm = {name: snapshot(path) for name, path in recorded.items()}
     assert warm == cold
