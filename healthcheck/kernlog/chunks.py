@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from ..contract.declarations import Anchor
 from .needles import Chunk, NeedleFinder
 
-__all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_lines"]
+__all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_batches", "iter_candidate_lines"]
 
 
 MAX_TAIL = 64 * 1024
@@ -29,6 +29,18 @@ def iter_candidate_lines(
     head_lines: int = 0,
     keep: Sequence[bytes] | None = None,
 ) -> Iterator[str]:
+    """The lines of `iter_candidate_batches`, one by one."""
+    for batch in iter_candidate_batches(chunks, anchors, head_lines=head_lines, keep=keep):
+        yield from batch
+
+
+def iter_candidate_batches(
+    chunks: Iterable[Chunk],
+    anchors: Sequence[Anchor],
+    *,
+    head_lines: int = 0,
+    keep: Sequence[bytes] | None = None,
+) -> Iterator[list[str]]:
     """The lines of a byte stream (read in chunks of any size) that contain an anchor's needle,
     plus the anchor's `before`/`after` neighbours and the stream's first `head_lines` lines (the
     tail of a report cut off by the start of the log), each once and in order, as UTF-8 text.
@@ -39,7 +51,9 @@ def iter_candidate_lines(
     Needles are found in C over whole chunks (`NeedleFinder`), so a large log with few matches
     costs little more than reading it; chunks are searched in place (anchors without `before`
     need no copy of them), and a chunk may be a buffer the caller refills once the lines of it
-    have been taken. Only one chunk and the lines kept are held in memory.
+    have been taken. Only one chunk and the lines kept are held in memory. The lines come in
+    lists, those of a chunk (or part of one) each: a reader loops over each list, not through
+    this generator line by line.
     """
     scan = _ChunkScan(anchors, keep)
     scan.owed = head_lines
@@ -54,14 +68,14 @@ def iter_candidate_lines(
         start = 0
         if tail:
             joined = tail + chunk[:first_end]
-            yield from scan.lines(joined, 0, len(joined))
+            yield scan.lines(joined, 0, len(joined))
             start = first_end
         stop = chunk.rfind(b"\n") + 1
         if stop > start:
-            yield from scan.lines(chunk, start, stop)
+            yield scan.lines(chunk, start, stop)
         tail = bytes(chunk[stop:])
     last = tail + b"\n" if tail else b""
-    yield from scan.lines(last, 0, len(last), final=True)
+    yield scan.lines(last, 0, len(last), final=True)
 
 
 class _ChunkScan:

@@ -1,7 +1,7 @@
 """One pass over the kernel log for every check that declared an interest in it.
 
 Each check brings its own anchors and line handler (`KernelLogInterest`); the core imports no
-check. The log is searched for every anchor's needle in C (`iter_candidate_lines`), so a large
+check. The log is searched for every anchor's needle in C (`iter_candidate_batches`), so a large
 log with few matches costs little more than reading it; a candidate line is one that some
 interest wants (its `wants` test, else one of its needles). Where every interest says which
 needles the lines it wants hold (`wants_needles`, else its anchors'), the lines near an
@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
-from .chunks import Chunk, count_newlines, iter_candidate_lines
+from .chunks import Chunk, count_newlines, iter_candidate_batches
 from .lines import PlainLines, iter_kernel_lines, plain_stamp
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
 
 # One buffer, refilled: small enough to stay in the CPU's cache while it is counted, decoded
-# and searched (`iter_candidate_lines` passes over it several times), large enough that the
+# and searched (`iter_candidate_batches` passes over it several times), large enough that the
 # per-chunk work in Python does not show.
 CHUNK_BYTES = 256 * 1024
 # the distinct texts after a plain stamp whose routing is remembered (cleared when full: a log
@@ -241,23 +241,23 @@ class _Counter:
 
 def scan_file(path: Path, interests: Mapping[str, KernelLogInterest]) -> tuple[int, dict[str, Any]]:
     """The same as `scan_lines` over a file: its chunks are searched for the anchors in C
-    (`iter_candidate_lines`), so only lines near a match reach Python."""
+    (`iter_candidate_batches`), so only lines near a match reach Python."""
     handlers = _Handlers(interests)
     counter = _ChunkCounter()
     with path.open("rb", buffering=0) as handle:
-        found = iter_candidate_lines(
+        for batch in iter_candidate_batches(
             counter.count(_read_chunks(handle)),
             handlers.anchors,
             head_lines=handlers.head_lines,
             keep=handlers.needles,
-        )
-        handlers.feed(found)
+        ):
+            handlers.feed(batch)
     return counter.lines, handlers.results()
 
 
 def _read_chunks(handle: FileIO) -> Iterator[bytearray]:
     """The file in CHUNK_BYTES pieces, all read into one buffer: each piece is searched before
-    the next is read (`iter_candidate_lines` copies what it keeps), so nothing is allocated per
+    the next is read (`iter_candidate_batches` copies what it keeps), so nothing is allocated per
     chunk. The kernel is told the file is read once, front to back."""
     try:
         os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
