@@ -6,10 +6,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from msgspec import Struct
 
 from . import interrupt
 from .config import SITE_DIR, RunConfig
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
     from .sources.live import LiveOptions, LiveSources
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(Struct, frozen=True):
     """What to run: the run's settings, and the bundle to replay (None: the live node)."""
 
     config: RunConfig

@@ -11,15 +11,14 @@ GB/s per lane and direction after line coding: 2.5 GT/s 8b/10b (Gen1) 0.25, Gen2
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from msgspec import Struct
 from sitscheck.checks.pcie_link.links import PortLink, expected
 
 PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.56}
 
 
-@dataclass(frozen=True, slots=True)
-class LinkLimit:
+class LinkLimit(Struct, frozen=True):
     """The narrowest link on a stretch of a GPU's path: where, and what it carries."""
 
     bus_id: str
@@ -57,8 +56,7 @@ def narrowest(chain: Sequence[PortLink], upto: int | None = None) -> LinkLimit |
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class SharedPort:
+class SharedPort(Struct, frozen=True):
     """GPUs behind one port: the port, their indices and the narrowest link above it."""
 
     bus_id: str  # the deepest port every GPU of the group is behind

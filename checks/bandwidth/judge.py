@@ -17,9 +17,9 @@ makes the check UNKNOWN with its reason (its figures stay in the facts).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.checks.pcie_link.judge import Chain
 from sitscheck.contract import CheckOutput
 from sitscheck.gpu.view import GpuView
@@ -33,8 +33,7 @@ from .record import GpuFigures, Record
 SOURCE = "cuda"
 
 
-@dataclass(frozen=True)
-class Inputs:
+class Inputs(Struct, frozen=True):
     """What the judging reads: the probe's record, each UUID's index, sysfs paths, peer paths."""
 
     record: Record

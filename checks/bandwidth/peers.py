@@ -10,14 +10,13 @@ of the smaller link count between them (HGX boards: 18 on H100/H200).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from sitscheck.sources.nvml_record import normalise_bus_id
 
 
-@dataclass(frozen=True, slots=True)
-class PeerPath:
+class PeerPath(Struct, frozen=True):
     """How a GPU pair reaches each other per NVML: NVLink (and how many links) or PCIe."""
 
     via: str  # "nvlink" or "pcie"

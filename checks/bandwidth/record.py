@@ -10,9 +10,9 @@ record of another format or version, or one that is not JSON, is refused with th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from sitscheck.probes.bandwidth import FORMAT
 
 VERSION = 1
@@ -22,8 +22,7 @@ class RecordError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class GpuFigures:
+class GpuFigures(Struct, frozen=True):
     """One GPU's entry of the record: its identity and best figures (GB/s), or its error."""
 
     ordinal: int
@@ -38,8 +37,7 @@ class GpuFigures:
     error: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class PeerFigure:
+class PeerFigure(Struct, frozen=True):
     """One peer-to-peer copy's figure: from one CUDA ordinal to another, GB/s."""
 
     src: int  # CUDA ordinals
@@ -47,8 +45,7 @@ class PeerFigure:
     gbs: float
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(Struct, frozen=True):
     """All of `bandwidth.json`: per-GPU, concurrent and peer figures, plan, timings, errors."""
 
     gpus: tuple[GpuFigures, ...]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import dataclasses
+from dataclasses import asdict
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.gpu.calls import NVML, SMI, SMI_L, SMI_Q, source_name
 from sitscheck.gpu.view import GpuFleet
 from sitscheck.models import Device, Evidence
@@ -16,7 +18,7 @@ RECOVERY_ACTIONS = {0: "none", 1: "reset", 2: "reboot", 3: "drain_p2p", 4: "drai
 NAMING_ORDER = (NVML, SMI_L, SMI, SMI_Q)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class GpuEntry:
     """One GPU of the inventory: identity, state and settings, with the source of each value."""
 
@@ -31,8 +33,8 @@ class GpuEntry:
     state: str = "ok"
     detail: str | None = None
     source: str | None = None  # where its identity (and every value not in `sources`) came from
-    sources: dict[str, str] = field(default_factory=dict)  # values from another source
-    refs: dict[str, str] = field(default_factory=dict, repr=False)
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)  # from another source
+    refs: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 
     def device(self) -> Device:
         return Device(index=self.index, pci_bus_id=self.pci_bus_id, name=self.name)
@@ -43,8 +45,7 @@ class GpuEntry:
         return [Evidence(source=source, ref=self.refs.get(source, source))]
 
 
-@dataclass(frozen=True)
-class Inventory:
+class Inventory(Struct, frozen=True):
     """The node's GPUs and driver versions, fused from every source, and whether all are listed."""
 
     source: str

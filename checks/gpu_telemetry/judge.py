@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
+from msgspec import Struct, structs
 from sitscheck.contract import CheckOutput
 from sitscheck.gpu.judging import FleetCheck, judge_each
 from sitscheck.gpu.readings import number, sample_values, stats
@@ -30,8 +30,7 @@ READ_KEYS = (
 NVLINK_KEY = "nvlink_throughput"
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
+class Series(Struct, frozen=True):
     """One telemetry statistic: its sample field, its fact, its unavailable key, its metric."""
 
     sample: str  # the field in each sample (or GPM record)
@@ -109,7 +108,7 @@ def judge(fleet: GpuFleet) -> CheckOutput:
         for entry in out.facts.get("gpus", [])
         if "nvlink_rx_bytes_per_s" not in entry and not entry.get("lost")
     }
-    failed = replace(fleet, gpus=tuple(g for g in fleet.gpus if g.index in unmeasured))
+    failed = structs.replace(fleet, gpus=tuple(g for g in fleet.gpus if g.index in unmeasured))
     error = failed.fault_error((NVLINK_KEY,))
     if error is not None:
         out.error = f"{out.error}; {error}" if out.error else error

@@ -11,8 +11,9 @@ Two NVML sources, the first that has values wins:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 MIB, KIB = 1024.0 * 1024.0, 1024.0
 DIRECTIONS = {"rx": "receive", "tx": "transmit"}  # semconv network.io.direction
@@ -21,8 +22,7 @@ GPM_FIELDS = {"rx": "nvlink_rx_mib_s", "tx": "nvlink_tx_mib_s"}
 Stats = Callable[[Sequence[float]], dict[str, float] | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Throughput:
+class Throughput(Struct, frozen=True):
     """A GPU's NVLink throughput stats per direction, and the NVML source they came from."""
 
     source: str  # "gpm" or "counters"

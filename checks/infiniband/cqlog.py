@@ -12,8 +12,9 @@ A CQ that overran is put in error: each CQ overruns once, so these are events, n
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 _BUS = r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
 _MLX5 = re.compile(
@@ -23,8 +24,7 @@ _MLX4 = re.compile(_BUS + r"\b.*?CQ overrun on CQN (?P<cqn>[0-9a-fA-F]+)\b")
 OVERRUN_SYNDROME = 0x1
 
 
-@dataclass(frozen=True, slots=True)
-class CqOverrun:
+class CqOverrun(Struct, frozen=True):
     """One overrun line: the PCI function, the CQ number, the log's timestamp and the line."""
 
     pci_bus_id: str  # lower case, as sysfs spells it
@@ -33,8 +33,7 @@ class CqOverrun:
     line: str
 
 
-@dataclass
-class CqOverrunLines:
+class CqOverrunLines(Struct):
     """The line handler: every overrun, in log order (bounded: counts beyond `keep` lines
     are kept as a number)."""
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.contract import CheckOutput
 from sitscheck.models import Device, Evidence, Finding, Metric, Severity
 
@@ -42,8 +42,7 @@ from .window import MIN_WINDOW_S, Window
 _BYTES_PER_WORD = 4  # PortXmitData/PortRcvData count 32-bit words
 
 
-@dataclass(frozen=True)
-class Inputs:
+class Inputs(Struct, frozen=True):
     """What the judging reads: the window, each HCA's paired GPUs, the overrun lines, settings."""
 
     window: Window
@@ -56,8 +55,7 @@ class Inputs:
     settings: Settings = field(default_factory=Settings)
 
 
-@dataclass
-class _Growth:
+class _Growth(Struct):
     """One counter over the window."""
 
     total: int | None = None
@@ -65,8 +63,7 @@ class _Growth:
     state: str = "ok"  # ok | unreadable | saturated | went_back
 
 
-@dataclass
-class _Out:
+class _Out(Struct):
     """What the judging writes, and the window it judges over (shared by every HCA, port)."""
 
     inputs: Inputs

@@ -13,11 +13,11 @@ pair them; the rules read both).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 
-@dataclass(frozen=True, slots=True)
-class Pairing:
+class Pairing(Struct, frozen=True):
     """An HCA's GPUs behind the same PCIe switch, and the deepest port they share."""
 
     gpus: tuple[str, ...]  # bus ids, sorted

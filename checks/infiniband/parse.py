@@ -15,7 +15,8 @@ The kernel's own formats (drivers/infiniband/core/sysfs.c):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 _NUMBERED = re.compile(r"^\s*(\d+)\s*:\s*(.*?)\s*$")
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*Gb/sec\s*\((\d+)X\s*([A-Za-z0-9]*)\)\s*$")
@@ -27,16 +28,14 @@ PHYS_LINK_UP = 5
 PHYS_DISABLED = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Numbered:
+class Numbered(Struct, frozen=True):
     """`4: ACTIVE` as (4, "ACTIVE")."""
 
     code: int
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Rate:
+class Rate(Struct, frozen=True):
     """`400 Gb/sec (4X NDR)`: 400.0 Gb/s over 4 lanes at NDR; `speed` is "" when none printed."""
 
     gbps: float

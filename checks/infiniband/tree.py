@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from .check import IB
 
 _PREFIX = f"{IB}/"
 
 
-@dataclass
-class PortFiles:
+class PortFiles(Struct):
     """One port's files (``state``, ``counters/...``) under its HCA."""
 
     hca: str
@@ -19,8 +19,7 @@ class PortFiles:
     files: dict[str, str | None] = field(default_factory=dict)  # "state", "counters/x"
 
 
-@dataclass
-class HcaFiles:
+class HcaFiles(Struct):
     """One HCA's own files (``fw_ver``, ``hw_counters/...``) and its ports."""
 
     name: str

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from msgspec import Struct
 from sitscheck.contract import CheckContext
 from sitscheck.errors import ProbeTimeout
 from sitscheck.sources import artifacts as names
@@ -30,8 +30,7 @@ MIN_WINDOW_S = 1.0
 _END_MARGIN = 1.0  # seconds kept free after the end reading's expected length (judging, load)
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(Struct, frozen=True):
     """One reading of /sys/class/infiniband: each file's text, when, and how long it took."""
 
     files: dict[str, str | None]  # path relative to /sys -> text (None: unreadable)
@@ -39,8 +38,7 @@ class Reading:
     took_s: float = 0.0
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(Struct, frozen=True):
     """The start and end readings and the seconds between them, or why there is no end reading."""
 
     start: Reading

@@ -5,9 +5,9 @@ severity and device), which a storm of any length keeps in bounded memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.contract.vanished import vanished_finding
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.models import Device, Evidence, Finding, Severity
@@ -18,8 +18,7 @@ from .tally import EXCERPT, AerTally, BusTally, UncorrectedTally
 SEVERITY_OF = {"fatal": Severity.CRITICAL, "nonfatal": Severity.WARNING}
 
 
-@dataclass
-class GpuPath:
+class GpuPath(Struct):
     """One GPU's PCIe path, root port first: AER counters per port, max link gen, what vanished."""
 
     gpu: GpuRef

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from msgspec import Struct
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
@@ -184,8 +184,7 @@ AER_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors
 HEAD_LINES = KERNEL_LOG.head_lines
 
 
-@dataclass(frozen=True, slots=True)
-class AerEvent:
+class AerEvent(Struct, frozen=True):
     """One AER report: the facts of the project's "aer" section, plus when it began."""
 
     reporter: str | None
@@ -228,38 +227,10 @@ class AerEvent:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class DpcEvent(AerEvent):
+class DpcEvent(AerEvent, frozen=True):
     """An AER report that is a Downstream Port Containment: its port disabled the link."""
 
     containment: ClassVar[bool] = True
-
-
-# An event is made by `_new_event`: a frozen dataclass's generated __init__ sets each field
-# through object.__setattr__, which costs more than the rest of turning a report into its event;
-# the same object is made by setting its slots directly.
-(
-    _SET_REPORTER,
-    _SET_DEVICE,
-    _SET_VENDOR_DEVICE,
-    _SET_SEVERITY,
-    _SET_TYPE,
-    _SET_ERRORS,
-    _SET_MULTIPLE,
-    _SET_TIME,
-) = (
-    AerEvent.__dict__[name].__set__
-    for name in (
-        "reporter",
-        "device",
-        "vendor_device",
-        "severity",
-        "type",
-        "errors",
-        "multiple",
-        "time",
-    )
-)
 
 
 def _new_event(
@@ -273,16 +244,8 @@ def _new_event(
     time: str | None,
     containment: bool,
 ) -> AerEvent:
-    event: AerEvent = object.__new__(DpcEvent if containment else AerEvent)
-    _SET_REPORTER(event, reporter)
-    _SET_DEVICE(event, device)
-    _SET_VENDOR_DEVICE(event, vendor_device)
-    _SET_SEVERITY(event, severity)
-    _SET_TYPE(event, type_)
-    _SET_ERRORS(event, errors)
-    _SET_MULTIPLE(event, multiple)
-    _SET_TIME(event, time)
-    return event
+    kind = DpcEvent if containment else AerEvent
+    return kind(reporter, device, vendor_device, severity, type_, errors, multiple, time)
 
 
 def might_be_aer(raw_line: str) -> bool:
@@ -1197,8 +1160,7 @@ _KNOWN_SEVERITY: dict[str | None, Severity] = {
 }
 
 
-@dataclass(slots=True)
-class _Draft:
+class _Draft(Struct):
     """An event in the making: `item()` is the event once its severity is known, else the
     draft, whose severity is provisional (`_UNCORRECTABLE` or None) until
     `_Resolver` takes it from the reports around it."""

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 # sysfs `current_link_speed` values ("32.0 GT/s PCIe", "8 GT/s", "2.5 GT/s PCIe") -> generation.
 _GEN_BY_GTS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _SPEED = re.compile(r"^\s*(?P<gts>\d+(?:\.\d+)?)\s*GT/s")
 
 
-@dataclass(frozen=True, slots=True)
-class Vanished:
+class Vanished(Struct, frozen=True):
     """A device on the GPU's path whose sysfs folder disappeared while its link was read
     (hot-unplug, a device fallen off the bus, a reset under way): its link state is unknown."""
 
@@ -19,8 +19,7 @@ class Vanished:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
-class PortLink:
+class PortLink(Struct, frozen=True):
     """One device on the GPU's path (root port first, the GPU last) and its link readings."""
 
     bus_id: str

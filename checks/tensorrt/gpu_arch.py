@@ -20,7 +20,8 @@ Blackwell, V100S -> Volta).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = [
     "GpuModel",
@@ -32,8 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class GpuModel:
+class GpuModel(Struct, frozen=True):
     """One known GPU model: its family name (``A100``, ``RTX 3090``) and ``sm_XY``."""
 
     family: str

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.models import Device, Evidence, Finding, Severity
 
@@ -59,8 +59,7 @@ _BUILD_FAILED_RE = re.compile(
 )
 
 
-@dataclass(slots=True)
-class LogMarks:
+class LogMarks(Struct):
     """Reads lines beside ``scan_trt_log``: the GPU indices a log names and a success marker.
 
     Memory is constant: only a small set of indices and a flag are kept.
@@ -82,8 +81,7 @@ class LogMarks:
             self.passed = True
 
 
-@dataclass(frozen=True, slots=True)
-class ScannedLog:
+class ScannedLog(Struct, frozen=True):
     """One log as the check read it: the scanner's result, where it came from, its marks."""
 
     log: TrtLog
@@ -155,8 +153,7 @@ def _device(gpus: Sequence[GpuRef]) -> Device | None:
 # --------------------------------------------------------------------------- findings
 
 
-@dataclass
-class Judgement:
+class Judgement(Struct):
     """The findings of the logs judged so far, and what could not be judged."""
 
     findings: list[Finding] = field(default_factory=list)

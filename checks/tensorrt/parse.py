@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Literal
+
+from msgspec import Struct, field
 
 from .gpu_arch import sm_from_capability
 
@@ -59,8 +60,7 @@ Severity = Literal["error", "warning", "info", "verbose"]
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True, slots=True)
-class Fallback:
+class Fallback(Struct, frozen=True):
     """A layer or tactic that runs on a slower path than asked (DLA->GPU, skipped tactic)."""
 
     layer: str | None
@@ -70,8 +70,7 @@ class Fallback:
         return {"layer": self.layer, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
-class PrecisionFallback:
+class PrecisionFallback(Struct, frozen=True):
     """A layer kept at or moved to a higher precision than requested (``from`` -> ``to``).
 
     For a missing INT8 scale ``to`` is FP16 when the printed build options enable FP16 (BF16
@@ -87,8 +86,7 @@ class PrecisionFallback:
         return {"layer": self.layer, "from": self.requested, "to": self.actual}
 
 
-@dataclass(frozen=True, slots=True)
-class TrtLog:
+class TrtLog(Struct, frozen=True):
     """What one TensorRT log says. Lists are capped; the ``*_total`` fields count them all.
 
     ``gpu`` is the device name as printed (trtexec's "Selected Device:", "Engine built for GPU
@@ -217,8 +215,7 @@ _OTHER_PROGRAM_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Line:
+class _Line(Struct, frozen=True):
     """One physical line: whether a prefix starts a message, its severity and its text."""
 
     starts: bool
@@ -228,8 +225,7 @@ class _Line:
     other: bool = False  # another program's line: a message that counts for nothing
 
 
-@dataclass(slots=True)
-class _Prefix:
+class _Prefix(Struct):
     """A line's leading tokens: how many are known, the severity, where they end, a status line."""
 
     known: int = 0
@@ -523,8 +519,7 @@ def _banner_version(number: str) -> str:
     return f"{major}.{minor}.{patch}"
 
 
-@dataclass(slots=True)
-class _Facts:
+class _Facts(Struct):
     """Facts read line by line, whichever message a line belongs to."""
 
     version: str | None = None
@@ -634,8 +629,7 @@ class _Facts:
 # --------------------------------------------------------------------------- the scanner
 
 
-@dataclass(slots=True)
-class _Message:
+class _Message(Struct):
     """The open message: its first line and the parts after it (capped), and how it counts."""
 
     severity: Severity | None
@@ -671,8 +665,7 @@ def _new_message(line: _Line, counted: bool) -> _Message:
     return message
 
 
-@dataclass(slots=True)
-class _Totals:
+class _Totals(Struct):
     """Capped lists and their full counts."""
 
     cap: int

@@ -21,9 +21,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TextIO
 
+from msgspec import Struct
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.sources.command import CommandResult, CommandRunner
 
@@ -170,8 +170,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
 # --------------------------------------------------------------------------- the parent side
 
 
-@dataclass(frozen=True, slots=True)
-class GpuProbe:
+class GpuProbe(Struct, frozen=True):
     """One GPU's probe build. ``status``: built, failed, timed_out or not_run."""
 
     index: int
@@ -194,8 +193,7 @@ class GpuProbe:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeOutcome:
+class ProbeOutcome(Struct, frozen=True):
     """The probe as a whole: it ran (one entry per GPU), or why it did not."""
 
     ran: bool

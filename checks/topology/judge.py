@@ -15,9 +15,9 @@ rules read and the findings that need no profile:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
 from sitscheck.gpu.fleet import from_snapshot
 from sitscheck.gpu.view import GpuView
 from sitscheck.models import Device, Evidence, Finding, Severity
@@ -56,8 +56,7 @@ _EXCERPT = 2000
 # --- inputs -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class NvmlGpu:
+class NvmlGpu(Struct, frozen=True):
     """One GPU as the NVML snapshot shows it; NVLink fields None when NVLink was not read."""
 
     index: int
@@ -69,8 +68,7 @@ class NvmlGpu:
     remotes: tuple[str | None, ...] = ()  # remote PCI bus id of each active link
 
 
-@dataclass(frozen=True, slots=True)
-class NvmlPair:
+class NvmlPair(Struct, frozen=True):
     """One GPU pair in the NVML snapshot: common ancestor, and whether P2P runs over NVLink."""
 
     a: int
@@ -79,8 +77,7 @@ class NvmlPair:
     p2p_nvlink: bool | None
 
 
-@dataclass(frozen=True)
-class NvmlView:
+class NvmlView(Struct, frozen=True):
     """The NVML snapshot's GPUs and pairs, as the topology check reads them."""
 
     gpus: tuple[NvmlGpu, ...]
@@ -95,16 +92,14 @@ class NvmlView:
         return next((p for p in self.pairs if (p.a, p.b) == (low, high)), None)
 
 
-@dataclass(frozen=True, slots=True)
-class SysfsAffinity:
+class SysfsAffinity(Struct, frozen=True):
     """A GPU's PCI device in sysfs: `numa_node` (None when absent or -1) and `local_cpulist`."""
 
     numa_node: int | None
     cpulist: str | None
 
 
-@dataclass(frozen=True)
-class TopologyInputs:
+class TopologyInputs(Struct, frozen=True):
     """What the check hands in: the matrix, the NVML view, listed indices, sysfs affinity."""
 
     matrix: TopoMatrix | None = None
@@ -115,8 +110,7 @@ class TopologyInputs:
     sysfs: Mapping[int, SysfsAffinity] = field(default_factory=dict)
 
 
-@dataclass
-class Judgement:
+class Judgement(Struct):
     """The topology check's facts, findings, and what it could not judge."""
 
     facts: dict[str, Any]
@@ -191,8 +185,7 @@ def unparsable(error: TopoParseError, ref: str, text: str) -> Finding:
 # --- the judgement ------------------------------------------------------------------------
 
 
-@dataclass
-class _Pair:
+class _Pair(Struct):
     """One GPU pair being judged: the matrix's cells both ways, and NVML's view of it."""
 
     a: int

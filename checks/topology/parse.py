@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
+
+from msgspec import Struct
 
 __all__ = [
     "Affinity",
@@ -78,8 +79,7 @@ class TopoParseError(ValueError):
         return (type(self), (self.message, self.line_number))
 
 
-@dataclass(frozen=True, slots=True)
-class TopoLink:
+class TopoLink(Struct, frozen=True):
     """One off-diagonal cell: row ``a``, column ``b``, the cell as printed (``NV18``, ``SYS``)."""
 
     a: str
@@ -87,8 +87,7 @@ class TopoLink:
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class Affinity:
+class Affinity(Struct, frozen=True):
     """A GPU row's affinity cells as printed (``N/A`` kept); None where the header lacks one."""
 
     cpu: str | None
@@ -99,8 +98,7 @@ class Affinity:
         return {"cpu": self.cpu, "numa": self.numa, "gpu_numa_id": self.gpu_numa_id}
 
 
-@dataclass(frozen=True, slots=True)
-class TopoMatrix:
+class TopoMatrix(Struct, frozen=True):
     """A parsed topology table: columns in header order, links in row-major printed order."""
 
     gpus: tuple[str, ...]
@@ -120,8 +118,7 @@ class TopoMatrix:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Header:
+class _Header(Struct, frozen=True):
     """The matrix's header: its columns, trailing affinity fields and where each starts."""
 
     line_number: int
@@ -131,8 +128,7 @@ class _Header:
     extras_at: tuple[int, ...]  # where each trailing unit starts
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
+class _Row(Struct, frozen=True):
     """One table row as tokens: its label, its cells, its trailing affinity cells and the line."""
 
     label: str
@@ -141,8 +137,7 @@ class _Row:
     line: str  # as printed (ANSI codes dropped): its layout is read only if a row needs it
 
 
-@dataclass(frozen=True, slots=True)
-class _Layout:
+class _Layout(Struct, frozen=True):
     """Where a row's cells sit: needed only to read a row that left an affinity cell empty."""
 
     first_at: int  # where its first cell starts (tabs expanded)

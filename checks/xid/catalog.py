@@ -17,8 +17,9 @@ Pure data and lookups: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 __all__ = [
     "Action",
@@ -49,8 +50,7 @@ Action = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class XidInfo:
+class XidInfo(Struct, frozen=True):
     """Catalog entry for one Xid or SXid code."""
 
     code: int

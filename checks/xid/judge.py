@@ -5,9 +5,9 @@ storm of any length keeps in bounded memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from msgspec import Struct
 from sitscheck.gpu.identity import GpuRef, gpu_for_bus
 from sitscheck.models import Device, Evidence, Finding, Severity
 
@@ -21,8 +21,7 @@ NVML_RECOVERY = {1: "reset_gpu", 2: "reboot_node", 3: "drain_p2p", 4: "drain_and
 _SEVERITY = {"info": Severity.INFO, "warning": Severity.WARNING, "critical": Severity.CRITICAL}
 
 
-@dataclass
-class Group:
+class Group(Struct):
     """One device's events of one Xid or SXid code: count, first and last reports, catalog entry."""
 
     device: str | None

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
+from msgspec import Struct
 from sitscheck.kernlog.chunks import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
@@ -61,8 +61,7 @@ _UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
 XID_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors  # as the check declares them
 
 
-@dataclass(frozen=True, slots=True)
-class XidEvent:
+class XidEvent(Struct, frozen=True):
     """One Xid, SXid or fallen-off-the-bus report."""
 
     device: str | None

@@ -10,8 +10,9 @@ findings that need no threshold.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from msgspec import Struct, field
 
 from ..errors import ProbeTimeout
 from ..status import Layer
@@ -31,8 +32,7 @@ if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load c
     from ..sources.base import Sources
 
 
-@dataclass
-class CheckOutput:
+class CheckOutput(Struct):
     """What a check's `collect` hands back: findings, metrics, facts, not judged, or an error."""
 
     findings: list[Finding] = field(default_factory=list)
@@ -42,8 +42,7 @@ class CheckOutput:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class CheckContext:
+class CheckContext(Struct, frozen=True):
     """What a running check may use: the node's evidence, the run's settings, its deadline,
     its own config section and its share of the one kernel-log pass."""
 

@@ -1,7 +1,8 @@
 """What a check declares about itself: its evidence, kernel-log interest, codes and metrics.
 
-Plain frozen dataclasses, importable without pydantic, NVML or any check's code: listing the
-checks and starting up read these declarations only. A built-in check and a third-party
+Plain frozen records (msgspec Structs: `msgspec.structs.replace` makes a changed copy),
+importable without pydantic, NVML or any check's code: listing the checks and starting up
+read these declarations only. A built-in check and a third-party
 plugin declare the same things the same way; the rest of the system (live reading, `collect`,
 replay, the one kernel-log pass, findings, `explain`, every reporter, `rules validate`) derives
 what it does for a check from them and from nothing else.
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
+
+from msgspec import Struct, field
 
 from ..status import Severity
 
@@ -46,8 +48,7 @@ class MetricKind(str, Enum):
     EVENT = "event"  # a count of events this run saw (Xids in the log)
 
 
-@dataclass(frozen=True, slots=True)
-class MetricSpec:
+class MetricSpec(Struct, frozen=True):
     """One metric a check emits: written once, read by every reporter (node_exporter's
     `typedDesc`, Datadog's `metadata.csv`). A check emits only metrics it declares."""
 
@@ -57,8 +58,7 @@ class MetricSpec:
     kind: MetricKind = MetricKind.GAUGE
 
 
-@dataclass(frozen=True, slots=True)
-class CodeSpec:
+class CodeSpec(Struct, frozen=True):
     """One finding code: its severity, meaning and action, written once. Findings carry the
     kind and action category; `sitscheck explain` and the docs read the rest."""
 
@@ -105,8 +105,7 @@ class Codes:
         return wanted if wanted in self._specs else None
 
 
-@dataclass(frozen=True, slots=True)
-class CommandSpec:
+class CommandSpec(Struct, frozen=True):
     """A command whose output a check reads. Live: run with this argv (no shell); `collect`:
     its output saved as `file`; replay: `file` read from the bundle."""
 
@@ -116,8 +115,7 @@ class CommandSpec:
     timeout_s: float | None = None  # never longer than the check's own deadline
 
 
-@dataclass(frozen=True, slots=True)
-class LogFilesSpec:
+class LogFilesSpec(Struct, frozen=True):
     """Log files named by a run option (e.g. `--trt-log`): read live from the paths the option
     gives, recorded by `collect` into `folder/`, replayed from there."""
 
@@ -125,8 +123,7 @@ class LogFilesSpec:
     option: str
 
 
-@dataclass(frozen=True, slots=True)
-class EvidenceSpec:
+class EvidenceSpec(Struct, frozen=True):
     """Everything a check reads of the node. Globs are relative to the root they name (`/sys`,
     `/proc`); `files` are absolute paths or globs, recorded under `files/` of a bundle."""
 
@@ -143,8 +140,7 @@ class EvidenceSpec:
     logs: tuple[LogFilesSpec, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Anchor:
+class Anchor(Struct, frozen=True):
     """A substring that marks a wanted kernel-log line, and how many neighbouring lines come
     with it (a report's detail lines)."""
 
@@ -168,8 +164,7 @@ class LineHandler(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class KernelLogInterest:
+class KernelLogInterest(Struct, frozen=True):
     """A check's part in the one kernel-log pass: cheap anchors (found in C over the whole
     log) and a line handler ("module:attribute", a class or factory made once per pass).
     A line is a candidate when some interest wants it: its `wants` test ("module:function" of
@@ -195,16 +190,14 @@ class KernelLogInterest:
     wants_needles: tuple[bytes, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RuleFiles:
+class RuleFiles(Struct, frozen=True):
     """Rule files and profile files a package ships: the `*.yaml` in the package named by
     `package`, and `profiles/*.yaml` under it (entry-point group `sitscheck.rules`)."""
 
     package: str
 
 
-@dataclass(frozen=True, slots=True)
-class ProfileKey:
+class ProfileKey(Struct, frozen=True):
     """A key a hardware profile may set for a check's rules (`profile.<name>`)."""
 
     name: str
@@ -212,8 +205,7 @@ class ProfileKey:
     help: str
 
 
-@dataclass(frozen=True)
-class Declaration:
+class Declaration(Struct, frozen=True):
     """A check's declarations gathered, with defaults for what it leaves out."""
 
     evidence: EvidenceSpec = field(default_factory=EvidenceSpec)

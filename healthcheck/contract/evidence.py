@@ -8,15 +8,15 @@ evidence is recorded and replayed like a built-in's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..errors import ConfigError
 from .declarations import CommandSpec, LogFilesSpec, declaration_of
 
 
-@dataclass
-class DeclaredEvidence:
+class DeclaredEvidence(Struct):
     """What the selected checks read: commands, sysfs, procfs, files, logs, NVML, kernel log."""
 
     commands: dict[str, CommandSpec] = field(default_factory=dict)

@@ -15,9 +15,10 @@ import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Protocol
+
+from msgspec import Struct
 
 _INFO_SUFFIXES = (".dist-info", ".egg-info")
 # importlib.metadata.EntryPoint.pattern
@@ -37,8 +38,7 @@ class EntryPointLike(Protocol):
     def load(self) -> Any: ...
 
 
-@dataclass(frozen=True, slots=True)
-class EntryPoint:
+class EntryPoint(Struct, frozen=True):
     """One entry point as `importlib.metadata` names it: name, value (`module:attr`) and group."""
 
     name: str

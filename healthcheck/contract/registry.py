@@ -6,7 +6,7 @@ one bad plugin never takes the run down.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from .check import Check
 from .plugins import EntryPointLike, entry_points
@@ -14,8 +14,7 @@ from .plugins import EntryPointLike, entry_points
 GROUP = "sitscheck.checks"
 
 
-@dataclass(frozen=True, slots=True)
-class BrokenCheck:
+class BrokenCheck(Struct, frozen=True):
     """A check whose entry point failed to load: its name and the error, reported UNKNOWN."""
 
     name: str

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import Literal
 
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..kernlog.lines import split_kernel_line
@@ -72,8 +72,7 @@ class KernelCursor(BaseModel):
         return f"{where} of {self.source or 'the kernel log'}"
 
 
-@dataclass
-class LogFollow:
+class LogFollow(Struct):
     """What reading the log from a cursor did. Final once the lines are exhausted.
 
     `cursor` is the new cursor (None until the lines are exhausted, or when the log was

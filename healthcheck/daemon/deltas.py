@@ -20,8 +20,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+
+from msgspec import Struct
 
 from ..models import (
     CheckResult,
@@ -42,8 +43,7 @@ _FIRED = (Status.WARNING, Status.CRITICAL)
 _JUDGED = (Status.OK, Status.WARNING, Status.CRITICAL)
 
 
-@dataclass(frozen=True)
-class Marked:
+class Marked(Struct, frozen=True):
     """The marked report and what the state keeps for the next run."""
 
     report: Report

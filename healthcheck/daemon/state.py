@@ -23,12 +23,12 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SitscheckError
@@ -108,8 +108,7 @@ class DaemonState(BaseModel):
     last_run: LastRun | None = None
 
 
-@dataclass
-class LoadedState:
+class LoadedState(Struct):
     """The state read (None: first run, or the file was moved aside) and what to tell about it."""
 
     state: DaemonState | None

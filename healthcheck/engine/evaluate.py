@@ -13,8 +13,9 @@ and a rule not reached by the deadline is UNKNOWN "not evaluated", so the report
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..models import CheckResult, Device, Status, Verdict
 from .budget import BudgetExceeded, passed
@@ -29,8 +30,7 @@ NOT_EVALUATED = "not evaluated: the run's deadline passed before this rule"
 NOT_COMPILED = "not compiled: the run's deadline passed while the rules were loaded"
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Struct, frozen=True):
     """What one set of verdicts is judged on: the CEL activation, and the GPU (None: the node)."""
 
     activation: Any  # CEL values

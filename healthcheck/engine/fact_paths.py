@@ -13,9 +13,10 @@ Every name in `requires` must be a check that exists, or `profile`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from ..errors import RuleError
 from .evaluate import PROFILE_REQUIREMENT
@@ -37,16 +38,14 @@ CEL_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Read:
+class Read(Struct, frozen=True):
     """A value an expression reads: where in the schema it is, and its path as written."""
 
     shape: Shape
     text: str
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Struct, frozen=True):
     """A read the declared facts do not allow: where in the expression, and what is wrong."""
 
     line: int  # where in the expression, from 1

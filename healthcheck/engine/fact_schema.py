@@ -18,8 +18,9 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..contract.declarations import declaration_of, resolve
 from ..errors import ConfigError
@@ -30,8 +31,7 @@ ANYTHING: Mapping[str, Any] = {}
 _NAMES_SHOWN = 12
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(Struct, frozen=True):
     """A place in the activation's schema: the schema there, and the document's `$defs`."""
 
     schema: Mapping[str, Any]
@@ -198,8 +198,7 @@ def facts_schema_text(check: Any) -> str:
 # --- the activation ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Activation:
+class Activation(Struct, frozen=True):
     """The activation's schema: `node` (what every rule reads) and `gpu` (a GPU rule's
     record), sharing one `$defs`; `unmodelled` names checks whose facts read as anything."""
 

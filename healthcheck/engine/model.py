@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from msgspec import Struct, field
 
 from ..models import ActionCategoryName, Layer, Severity
 
@@ -13,8 +14,7 @@ Scope = Literal["node", "gpu"]
 Path = tuple[str, ...]  # a chain of field selections from a name: ("checks", "xid", "facts")
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(Struct, frozen=True):
     """What an expression's syntax tree does: its comprehensions and the paths it reads
     (None where the engine does not say: anything may be read)."""
 
@@ -22,8 +22,7 @@ class Shape:
     reads: frozenset[Path] | None = None
 
 
-@dataclass(frozen=True)
-class CompiledExpr:
+class CompiledExpr(Struct, frozen=True):
     """One CEL expression of a rule file: its text, compiled program and syntax `Shape`."""
 
     text: str
@@ -31,8 +30,7 @@ class CompiledExpr:
     shape: Shape = field(default_factory=Shape)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One rule as loaded: `when`, `guard` and message placeholders compiled, and where it is."""
 
     id: str
@@ -53,8 +51,7 @@ class Rule:
     guard: CompiledExpr | None = None
 
 
-@dataclass(frozen=True)
-class RuleSet:
+class RuleSet(Struct, frozen=True):
     """Every rule loaded for a run, the params (shipped and site) and the files read."""
 
     rules: tuple[Rule, ...]
@@ -66,8 +63,7 @@ class RuleSet:
         return next((r for r in self.rules if r.id == rule_id), None)
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(Struct, frozen=True):
     """A node profile (what the node should be) as loaded: its data and params, and its file."""
 
     name: str

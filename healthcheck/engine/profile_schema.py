@@ -17,8 +17,9 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..contract.declarations import ProfileKey, declaration_of
 from ..errors import ConfigError, RuleError
@@ -53,8 +54,7 @@ TYPES = (*SCALARS, "object", *(f"{name}[]" for name in SCALARS))
 _JSON_TYPES = {"number": "number", "integer": "integer", "string": "string", "boolean": "boolean"}
 
 
-@dataclass
-class KeySpec:
+class KeySpec(Struct):
     """One key: its type, what it means, who declared it, and the keys nested under it."""
 
     type: str

@@ -9,9 +9,10 @@ file and line; one file's problems never hide another's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..errors import RuleError
 from .loader import load_rules, rule_files, shipped_rules_dirs
@@ -20,8 +21,7 @@ from .yaml_lines import load_yaml
 PROFILES_FOLDER = "profiles"
 
 
-@dataclass
-class Outcome:
+class Outcome(Struct):
     """What `sitscheck rules validate` found: the problems, the counts it checked and its notes."""
 
     problems: list[RuleError] = field(default_factory=list)

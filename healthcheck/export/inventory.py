@@ -6,8 +6,9 @@ Shared by the OTLP export and the Prometheus textfile; no OpenTelemetry import.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..models import Device, Report, Status, worst
 from .semconv import Attrs
@@ -20,8 +21,7 @@ HW_STATES = ("ok", "degraded", "failed", "predicted_failure")
 PREDICTED_FAILURE = ("memory_errors.remap_pending", "memory_errors.retired_pages_pending")
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(Struct, frozen=True):
     """One GPU of the driver check's inventory: its identity as reported, and its state."""
 
     index: int | None
@@ -36,8 +36,7 @@ class Gpu:
         return self.uuid or self.pci_bus_id or f"gpu{self.index}"
 
 
-@dataclass
-class Inventory:
+class Inventory(Struct):
     """The report's GPUs and driver version, read from the driver check's facts (`of`)."""
 
     gpus: list[Gpu] = field(default_factory=list)
@@ -140,8 +139,7 @@ def bus_id(value: Any) -> str | None:
     return text
 
 
-@dataclass(frozen=True)
-class GpuHealth:
+class GpuHealth(Struct, frozen=True):
     """A GPU's worst status named by a finding or verdict (ok when none names it), and its
     hardware state by the conventions (ok, degraded, failed, predicted_failure; None when
     unknown)."""

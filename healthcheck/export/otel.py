@@ -20,9 +20,10 @@ imported only inside `export_report`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from msgspec import Struct, field
 
 from ..config import OtlpSettings
 from ..errors import ConfigError
@@ -40,8 +41,7 @@ _MIN_ATTEMPT_S = 0.05
 _LOCK_WAIT_S = 1.0
 
 
-@dataclass
-class ExportResult:
+class ExportResult(Struct):
     """What an export did; `errors` are messages for the operator, without secrets."""
 
     enabled: bool
@@ -121,8 +121,7 @@ def export_report(
     return result
 
 
-@dataclass
-class _Item:
+class _Item(Struct):
     """One payload to send: this run's or a spooled one, from its spool entry or from memory."""
 
     kind: str

@@ -35,10 +35,10 @@ from __future__ import annotations
 import platform
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from msgspec import Struct, field
 from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -88,8 +88,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _EXCERPT_CHARS = 1000
 
 
-@dataclass(frozen=True)
-class HostInfo:
+class HostInfo(Struct, frozen=True):
     """What the resource says of the machine: only for a live run (a replay is another host)."""
 
     host_id: str | None = None
@@ -100,8 +99,7 @@ class HostInfo:
     os_description: str | None = None
 
 
-@dataclass(frozen=True)
-class Extras:
+class Extras(Struct, frozen=True):
     """What the metrics add beyond the report: the spool's drop counts."""
 
     dropped_payloads: int = 0
@@ -110,8 +108,7 @@ class Extras:
     counter_start_ns: int = 0  # start of cumulative hardware counters (boot), 0 = unknown
 
 
-@dataclass(frozen=True)
-class Payloads:
+class Payloads(Struct, frozen=True):
     """A run's two serialised requests (traces, metrics), its trace id and start time."""
 
     traces: bytes
@@ -375,8 +372,7 @@ def _verdict_event(verdict: Verdict, at: int, inventory: Inventory) -> Event:
 # ---------------------------------------------------------------- metrics
 
 
-@dataclass
-class _Series:
+class _Series(Struct):
     """One metric's data points as they are gathered: one point per attribute set."""
 
     name: str

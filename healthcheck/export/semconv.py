@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from ..models import Metric
 
@@ -37,8 +38,7 @@ START_COUNTERS = "counters"  # since the boot (driver load) where known, else un
 START_UNKNOWN = "unknown"  # 0: the counter began before anything this run knows of
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(Struct, frozen=True):
     """An OpenTelemetry instrument by the conventions: its kind, unit and description."""
 
     kind: str
@@ -120,8 +120,7 @@ _ECC = re.compile(r"^ecc_(corrected|uncorrected)$")
 _AER = re.compile(r"^pcie_aer_(corrected|uncorrected|fatal|nonfatal)$")
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(Struct, frozen=True):
     """One data point: its metric's name and instrument, its value, its own attributes (the
     component's identity is added by the caller), and where a cumulative one starts."""
 

@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from msgspec import Struct, field
 
 from ..config import OtlpSettings
 from ..errors import ConfigError
@@ -57,8 +58,7 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Struct, frozen=True):
     """Where one signal goes: `url` (the full URL) for http/protobuf; `authority` (host:port)
     for grpc."""
 
@@ -72,14 +72,13 @@ class Target:
         return f"{self.url.rstrip('/')}/v1/{kind}"
 
 
-@dataclass(frozen=True)
-class SignalSettings:
+class SignalSettings(Struct, frozen=True):
     """How one signal (traces or metrics) is sent."""
 
     kind: str
     endpoint: str  # as configured (shown redacted)
     target: Target
-    headers: dict[str, str] = field(repr=False)
+    headers: dict[str, str]  # secrets: never in the repr (`__repr__`)
     timeout_s: float = DEFAULT_TIMEOUT_S
     compression: str = "none"
     certificate: str | None = None
@@ -94,8 +93,7 @@ class SignalSettings:
         )
 
 
-@dataclass(frozen=True)
-class ExportSettings:
+class ExportSettings(Struct, frozen=True):
     """What a run exports with: one `SignalSettings` per exported signal, and the rest."""
 
     signals: dict[str, SignalSettings]

@@ -25,9 +25,10 @@ import secrets
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from msgspec import Struct
 
 SPOOL_FILE_MODE = 0o640
 SUFFIX = ".otlp"
@@ -38,8 +39,7 @@ _NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-(traces|metrics)-([0-9a-f]{8})\.otlp
 _STALE_TEMP_S = 3600.0
 
 
-@dataclass(frozen=True)
-class SpoolLimits:
+class SpoolLimits(Struct, frozen=True):
     """The spool's bounds: files, bytes and age; the oldest payloads go first past them."""
 
     max_files: int
@@ -47,8 +47,7 @@ class SpoolLimits:
     max_age_s: float
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Struct, frozen=True):
     """One spooled payload file: its signal (`kind`), the run time in its name, its size."""
 
     path: Path
@@ -61,8 +60,7 @@ class Entry:
         return self.path.name
 
 
-@dataclass
-class DropCounts:
+class DropCounts(Struct):
     """Cumulative: payloads dropped by the spool's bounds, or refused for good by a receiver."""
 
     payloads: int = 0

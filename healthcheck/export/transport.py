@@ -24,11 +24,11 @@ import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import grpc
+from msgspec import Struct
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
@@ -47,8 +47,7 @@ class Outcome(enum.Enum):
     ENDPOINT_DOWN = "endpoint_down"  # keep; stop sending anything this run
 
 
-@dataclass(frozen=True)
-class SendResult:
+class SendResult(Struct, frozen=True):
     """What sending one request came to: outcome, why, and items a partial success refused."""
 
     outcome: Outcome

@@ -11,9 +11,10 @@ are not started (a wedged driver hangs them all), and the reason says so.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from msgspec import structs
 
 from ..sources import artifacts as names
 from ..sources.base import Artifact, Sources
@@ -73,7 +74,7 @@ def _load(sources: Sources) -> GpuFleet | str:
             fleets.append(adapter(output.text, output.ref))
     fleet = merge(fleets)
     problems.extend(fleet.problems)
-    fleet = dataclasses.replace(
+    fleet = structs.replace(
         fleet,
         problems=tuple(problems),
         missing=missing,
@@ -122,7 +123,7 @@ def _with_sysfs_id(sources: Sources, view: GpuView) -> GpuView:
     data: dict[str, Any] = {**view.data, "pci_device_id": pci_id}
     data["sources"] = {**view.sources, "pci_device_id": SYSFS}
     refs = {**view.refs, SYSFS: f"{sources.sysfs.root}/{folder}/device"}
-    return dataclasses.replace(view, data=data, refs=refs)
+    return structs.replace(view, data=data, refs=refs)
 
 
 def _hex4(text: str) -> str:

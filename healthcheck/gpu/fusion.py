@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..sources.artifacts import GPU_IDENTITY_KEYS
 from .calls import FAULT_STATES, IDENTITY_ONLY, KEY_PATHS, NVML, PRECEDENCE, SMI_L
@@ -89,8 +90,7 @@ COMPARED: Mapping[str, Same] = {
 }
 
 
-@dataclass
-class _Entry:
+class _Entry(Struct):
     """One GPU being fused: its data so far, and the source (and reference) of each value."""
 
     index: int
@@ -248,8 +248,7 @@ def _merge_into(
     _lost(entry, view, fleet, disagreements)
 
 
-@dataclass(frozen=True)
-class _From:
+class _From(Struct, frozen=True):
     """The source a record being merged came from, and where disagreements go."""
 
     source: str

@@ -10,14 +10,13 @@ the GPU views waited on did not answer (a hung `nvidia-smi`, killed at its deadl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from ..sources.base import Sources
 from ..sources.pci import nvidia_gpus
 
 
-@dataclass(frozen=True, slots=True)
-class GpuRef:
+class GpuRef(Struct, frozen=True):
     """One GPU of this node: its index, and its PCI bus id and name where known."""
 
     index: int

@@ -6,8 +6,9 @@ and `FleetCheck`, the work of a check that judges the fleet view."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..contract import CheckContext, CheckOutput
 from ..sources.base import Sources
@@ -56,8 +57,7 @@ def collect_with(sources: Sources, judge: Callable[[GpuFleet], CheckOutput]) -> 
     return judge(fleet)
 
 
-@dataclass(frozen=True)
-class FleetCheck:
+class FleetCheck(Struct, frozen=True):
     """The work of a GPU check that judges the fleet view: it runs wherever the driver is."""
 
     judge: Callable[[GpuFleet], CheckOutput]

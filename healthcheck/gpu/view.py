@@ -11,8 +11,9 @@ nvidia-smi field that failed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..models import Device, Evidence, Metric
 from .calls import (
@@ -43,8 +44,7 @@ _STATE_WORDS: Mapping[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class GpuView:
+class GpuView(Struct, frozen=True):
     """One GPU's record in snapshot shape, and where it came from: `source` gave its identity
     (and every value the record's `sources` map does not name another source for); `refs`
     holds the reference of each source that contributed (fusion)."""
@@ -195,8 +195,7 @@ class GpuView:
         return Evidence(source=source, ref=f"{self.ref_of(source)} ({key})", excerpt=excerpt)
 
 
-@dataclass(frozen=True)
-class Disagreement:
+class Disagreement(Struct, frozen=True):
     """Two sources giving different values of one thing that cannot differ between readings
     (identity, firmware, limits, modes), or a GPU one source lists and another does not."""
 
@@ -220,8 +219,7 @@ class Disagreement:
         )
 
 
-@dataclass(frozen=True)
-class GpuFleet:
+class GpuFleet(Struct, frozen=True):
     """Every GPU's view, the form they came in, and what could not be read at all.
 
     `indexed`: the GPUs' indices are the driver's (NVML, nvidia-smi's index), not printed

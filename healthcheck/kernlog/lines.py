@@ -28,36 +28,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = ["KernelLine", "PlainLines", "iter_kernel_lines", "split_kernel_line"]
 
 
-@dataclass(frozen=True, slots=True)
-class KernelLine:
+class KernelLine(Struct, frozen=True):
     """One kernel message line with every log-tool prefix stripped."""
 
     body: str
     time: str | None = None
     seq: int | None = None
     caller: str | None = None
-
-
-# `KernelLine(body, time)` for the hot path: a frozen dataclass's generated __init__ sets each
-# field through object.__setattr__, which costs more than finding a plain stamp does; the same
-# object is made by setting its slots directly.
-_SET_BODY, _SET_TIME, _SET_SEQ, _SET_CALLER = (
-    KernelLine.__dict__[name].__set__ for name in ("body", "time", "seq", "caller")
-)
-
-
-def _plain_line(body: str, time: str) -> KernelLine:
-    line: KernelLine = object.__new__(KernelLine)
-    _SET_BODY(line, body)
-    _SET_TIME(line, time)
-    _SET_SEQ(line, None)
-    _SET_CALLER(line, None)
-    return line
 
 
 # /dev/kmsg: "<prio>,<seq>,<usec>,<flags>[,caller=T12][,more];message"
@@ -153,7 +136,7 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
         line = raw.rstrip("\r\n")
         plain = _PLAIN_LINE.match(line)
         if plain is not None:
-            yield _plain_line(plain["body"], plain["time"])
+            yield KernelLine(plain["body"], plain["time"])
             continue
         record = split_kernel_line(line)
         if record is None:

@@ -14,8 +14,9 @@ import codecs
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import ParamSpec, TypeAlias, TypeVar
+
+from msgspec import Struct
 
 try:
     from ahocorasick_rs import BytesAhoCorasick, MatchKind
@@ -37,8 +38,7 @@ _SPAN_GAP = 4096  # lines with needles this close are searched for all of them a
 Member: TypeAlias = tuple[bytes, int]  # a needle, and where in it its probe is
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(Struct, frozen=True):
     """One search that finds some needles: `key` is a byte (found with memchr in the buffer)
     or a unit, two bytes as one UTF-16-LE character (found in the buffer decoded at both
     alignments); each member needle is compared wherever the key is found, at its offset."""
@@ -51,8 +51,7 @@ class Probe:
         return tuple(needle for needle, _ in self.members)
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """How each needle is searched: through a byte probe, a unit probe, or as a literal
     (`re`); every needle in exactly one of them."""
 

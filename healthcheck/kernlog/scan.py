@@ -16,10 +16,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
 from .chunks import Chunk, count_newlines, iter_candidate_batches
@@ -37,8 +38,7 @@ CHUNK_BYTES = 256 * 1024
 _MAX_PLANS = 4096
 
 
-@dataclass(frozen=True)
-class KernelLogResult:
+class KernelLogResult(Struct, frozen=True):
     """One check's share of the pass: its handler's result and where the log came from."""
 
     source: str

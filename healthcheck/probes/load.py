@@ -19,7 +19,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 _PTX = rb"""
 .version 7.0
@@ -63,8 +64,7 @@ _THREADS = 256
 _BLOCKS_PER_DEVICE = 132 * 16
 
 
-@dataclass
-class _Workers:
+class _Workers(Struct):
     """Inside the load process: one thread per GPU."""
 
     stop: threading.Event = field(default_factory=threading.Event)
@@ -73,8 +73,7 @@ class _Workers:
     started: threading.Event = field(default_factory=threading.Event)
 
 
-@dataclass
-class LoadHandle:
+class LoadHandle(Struct):
     """The parent's view of the load process."""
 
     process: subprocess.Popen[str] | None

@@ -11,8 +11,9 @@ import difflib
 import re
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..contract.declarations import CodeSpec, declaration_of
 from ..engine.model import Rule, RuleSet
@@ -28,8 +29,7 @@ _FINDINGS = re.compile(r"(?<![.\w])findings\b")
 _MACROS = {"exists", "exists_one", "all", "filter", "map", "size", "contains"}
 
 
-@dataclass(frozen=True)
-class Explanation:
+class Explanation(Struct, frozen=True):
     """What a code is, as ordered label/value rows under a title."""
 
     code: str

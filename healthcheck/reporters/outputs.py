@@ -15,8 +15,9 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from msgspec import Struct
 
 from ..contract.plugins import entry_points
 from ..errors import ConfigError, SitscheckError
@@ -31,8 +32,7 @@ REPORTERS_GROUP = "sitscheck.reporters"
 LATE_WRITE_S = 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class OutputSpec:
+class OutputSpec(Struct, frozen=True):
     """One `--output NAME[=PATH]`: the reporter's name and the file it writes (None: stdout)."""
 
     name: str

@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+
+from msgspec import Struct, field
 
 from ..export.inventory import Gpu, Inventory, gpu_health
 from ..export.semconv import COUNTER, otel_point
@@ -109,8 +110,7 @@ _BAD_LABEL = re.compile(r"[^a-zA-Z0-9_]")
 _UNDERSCORES = re.compile(r"__+")
 
 
-@dataclass
-class _Family:
+class _Family(Struct):
     """One metric family of the textfile: name, TYPE, HELP, and one sample per label set."""
 
     name: str

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from .values import (
     SmiError,
@@ -42,8 +43,7 @@ _MAX_COLUMNS = 256
 _INDEX = re.compile(r"[0-9]{1,9}")
 
 
-@dataclass(frozen=True, slots=True)
-class DmonRow:
+class DmonRow(Struct, frozen=True):
     """One sample line. `gpu` is the ``gpu`` column as an index (None when it is not a number,
     e.g. a bus id); `gpu_id` is that cell as printed. `values` holds every other column by its
     header name; `units` each column's units-line token (``W``, ``C``, ``%``, ``MHz``, ``MB``,
@@ -71,16 +71,14 @@ class DmonRow:
         return "pid" in self.values
 
 
-@dataclass(frozen=True, slots=True)
-class Dmon:
+class Dmon(Struct, frozen=True):
     """A parsed `dmon`/`pmon` output: its sample rows and the errors it printed."""
 
     rows: tuple[DmonRow, ...]
     errors: tuple[SmiError, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Header:
+class _Header(Struct, frozen=True):
     """The ``#`` header lines in effect: column names, units (second line), commas or not."""
 
     names: tuple[str, ...]

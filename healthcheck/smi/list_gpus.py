@@ -12,7 +12,8 @@ Older drivers print MIG UUIDs as ``MIG-GPU-<uuid>/<gi>/<ci>`` and single spaces;
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from .values import (
     SmiError,
@@ -32,8 +33,7 @@ _MIG = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class MigDevice:
+class MigDevice(Struct, frozen=True):
     """One ``MIG ... Device N:`` line under its GPU: profile, device number, UUID and line."""
 
     profile: str  # "3g.71gb", "1g.10gb+me"
@@ -42,8 +42,7 @@ class MigDevice:
     line: int
 
 
-@dataclass(frozen=True, slots=True)
-class ListedGpu:
+class ListedGpu(Struct, frozen=True):
     """One ``GPU N: NAME (UUID: ...)`` line, with the MIG devices listed under it."""
 
     index: int
@@ -54,8 +53,7 @@ class ListedGpu:
     line: int
 
 
-@dataclass(frozen=True, slots=True)
-class GpuList:
+class GpuList(Struct, frozen=True):
     """All of `nvidia-smi -L`: the GPUs in printed order and the errors it printed."""
 
     gpus: tuple[ListedGpu, ...]

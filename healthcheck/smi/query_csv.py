@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from msgspec import Struct
 
 from .values import (
     SmiError,
@@ -120,8 +121,7 @@ _NA_MEANS_UNSUPPORTED: tuple[str, ...] = (
 _HEADER_CELL = re.compile(r"^(?P<name>[a-z_][A-Za-z0-9_.]*)(?:\s*\[(?P<unit>[^\[\]]*)\])?$")
 
 
-@dataclass(frozen=True, slots=True)
-class _Column:
+class _Column(Struct, frozen=True):
     """One header cell: as printed, the field's current name and its bracketed unit."""
 
     printed: str
@@ -129,8 +129,7 @@ class _Column:
     unit: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class QueryCsv:
+class QueryCsv(Struct, frozen=True):
     """A parsed CSV query: `fields` (current names, printed order), `units` by field (from the
     header's brackets), `rows` (field -> Value), the line of each row, and the error lines."""
 

@@ -22,10 +22,12 @@ bare leaf (``Clocks Throttle Reasons : N/A``, ``Power Smoothing : N/A``) answers
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
+
+from msgspec import Struct, field
 
 from .values import (
     SmiError,
@@ -160,8 +162,7 @@ _NA_UNSUPPORTED_LEAVES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class QNode:
+class QNode(Struct, frozen=True):
     """One printed line of the tree: `label` (stripped), `value` (None for a section header),
     `children` in printed order, and its 1-based `line`. The root has label ``""``."""
 
@@ -303,8 +304,7 @@ def _first(root: QNode, *paths: str) -> Value:
 # --- typed views ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PcieLink:
+class PcieLink(Struct, frozen=True):
     """The ``GPU Link Info`` readings: PCIe gen and width (current, max), replays, throughput."""
 
     gen_current: Value  # PCI/GPU Link Info/PCIe Generation/Current
@@ -320,8 +320,7 @@ class PcieLink:
     rx_throughput: Value
 
 
-@dataclass(frozen=True, slots=True)
-class Temperatures:
+class Temperatures(Struct, frozen=True):
     """Absolute temperatures (``GPU Shutdown Temp : 92 C``) and, on 550+ Hopper, the ones
     printed relative to T.Limit (``GPU Shutdown T.Limit Temp : -8 C``) are separate fields."""
 
@@ -339,8 +338,7 @@ class Temperatures:
     memory_max_operating_tlimit: Value
 
 
-@dataclass(frozen=True, slots=True)
-class PowerReadings:
+class PowerReadings(Struct, frozen=True):
     """One power block. `draw` is ``Power Draw``, or on 590+ (which prints only average and
     instantaneous) ``Average Power Draw`` — what ``--query-gpu=power.draw`` reports there.
     `enforced_limit` is ``Current Power Limit`` (530+) or ``Enforced Power Limit`` (older);
@@ -357,8 +355,7 @@ class PowerReadings:
     max_limit: Value
 
 
-@dataclass(frozen=True, slots=True)
-class EccScope:
+class EccScope(Struct, frozen=True):
     """ECC counts of one scope (volatile or aggregate). On the SRAM/DRAM layouts the totals
     are sums of the printed parts; on the old Single/Double Bit layout `dram_*` is ``Device
     Memory``, the totals are the printed ``Total`` and `sram_*` are ABSENT."""
@@ -371,8 +368,7 @@ class EccScope:
     uncorrectable_total: Value
 
 
-@dataclass(frozen=True, slots=True)
-class Ecc:
+class Ecc(Struct, frozen=True):
     """One GPU's ECC mode, volatile and aggregate counts, repair flags and retired pages."""
 
     mode_current: Value
@@ -388,8 +384,7 @@ class Ecc:
     retired_pending: Value
 
 
-@dataclass(frozen=True, slots=True)
-class RemappedRows:
+class RemappedRows(Struct, frozen=True):
     """The ``Remapped Rows`` section: counts by cause, pending, failure, bank histogram."""
 
     correctable: Value
@@ -403,8 +398,7 @@ class RemappedRows:
     histogram_none: Value
 
 
-@dataclass(frozen=True, slots=True)
-class SmiProcess:
+class SmiProcess(Struct, frozen=True):
     """One process of the ``Processes`` section: pid, type, name, memory and MIG instance ids."""
 
     pid: Value
@@ -416,7 +410,7 @@ class SmiProcess:
     line: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class SmiGpu:
     """One ``GPU <bus id>`` section: the readings checks use, and the raw `tree` (the section
     node) for everything else; `get` reads any label path from it."""
@@ -440,7 +434,7 @@ class SmiGpu:
     ecc: Ecc
     remapped_rows: RemappedRows
     processes: tuple[SmiProcess, ...]
-    tree: QNode = field(repr=False)
+    tree: QNode = dataclasses.field(repr=False)
 
     def get(self, path: str) -> Value:
         """The value at a label path (``"Clocks Event Reasons/SW Power Cap"``; the older
@@ -451,7 +445,7 @@ class SmiGpu:
         return self.tree.find(path)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class SmiQuery:
     """A whole ``-q`` document: the top-level fields, one `SmiGpu` per GPU section (``-i``
     shows one section while ``Attached GPUs`` counts all), the tool's error lines, the tree."""
@@ -462,7 +456,7 @@ class SmiQuery:
     attached_gpus: int | None
     gpus: tuple[SmiGpu, ...]
     errors: tuple[SmiError, ...]
-    tree: QNode = field(repr=False)
+    tree: QNode = dataclasses.field(repr=False)
 
 
 def _pcie(root: QNode) -> PcieLink:
@@ -680,8 +674,7 @@ def _gpu(section: QNode, bus_id: str) -> SmiGpu:
 # --- the tree -----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Building:
+class _Building(Struct):
     """A tree node while the text is read (mutable children); frozen into a `QNode` at the end."""
 
     label: str

@@ -30,7 +30,8 @@ import enum
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = [
     "KNOWN_UNITS",
@@ -130,8 +131,7 @@ _TRUE = frozenset({"enabled", "yes", "active", "on", "true", "supported"})
 _FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
 
 
-@dataclass(frozen=True, slots=True)
-class Value:
+class Value(Struct, frozen=True):
     """One printed value. `raw` is the cell as printed (stripped); `number` is set only for
     NUMBER (int, or float when printed with a decimal point) and HEX (int); `unit` only for
     NUMBER."""
@@ -282,8 +282,7 @@ class SmiErrorKind(str, enum.Enum):
     NOT_INSTALLED = "not_installed"  # "nvidia-smi: command not found"
 
 
-@dataclass(frozen=True, slots=True)
-class SmiError:
+class SmiError(Struct, frozen=True):
     """A line nvidia-smi printed in place of data. `gpu_index` and `bus_id` are set when the
     line names the GPU (``GPU3: 0000:5F:00.0``); `reason` is the text after the last colon."""
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
+
+from msgspec import Struct
 
 from .files import FileTree
 
@@ -20,8 +21,7 @@ T = TypeVar("T")
 DriverState = Literal["present", "absent", "not_loaded"]
 
 
-@dataclass(frozen=True, slots=True)
-class Artifact:
+class Artifact(Struct, frozen=True):
     """A named piece of evidence: its text, or why there is none."""
 
     name: str
@@ -37,8 +37,7 @@ class Artifact:
         return self.text is not None
 
 
-@dataclass(frozen=True, slots=True)
-class KernelLogStream:
+class KernelLogStream(Struct, frozen=True):
     """Where the kernel log came from and its lines (read lazily, once)."""
 
     ref: str
@@ -48,8 +47,7 @@ class KernelLogStream:
     absent: bool = False  # no log at all (a bundle without one), not one that failed to read
 
 
-@dataclass(frozen=True, slots=True)
-class DriverProbe:
+class DriverProbe(Struct, frozen=True):
     """Whether the NVIDIA driver is here (present, absent, not loaded), and what says so."""
 
     state: DriverState

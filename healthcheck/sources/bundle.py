@@ -17,9 +17,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
+
+from msgspec import Struct, field
 
 from ..errors import BundleError
 
@@ -31,8 +32,7 @@ _COPY_CHUNK = 1024 * 1024
 _SHOWN_NAME = 120  # a member's name in a message is cut to this
 
 
-@dataclass
-class Unpacked:
+class Unpacked(Struct):
     """A bundle ready to read: its folder, and what did not make it there."""
 
     folder: Path

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from msgspec import Struct
 
 from ..contract.declarations import resolve
 from ..contract.evidence import DeclaredEvidence
@@ -122,8 +123,7 @@ def _copy_tree_files(
     return _write_tree(_read_files(tree, wanted).texts, into)
 
 
-@dataclass
-class _Reading:
+class _Reading(Struct):
     """One reading of a file tree: the texts of its readable files and when it was read."""
 
     texts: dict[str, str]  # relative path -> text, readable files only

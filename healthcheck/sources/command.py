@@ -15,6 +15,7 @@ its commands' orphans (`interrupt.become_subreaper`): each run ends by killing a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import shutil
@@ -22,7 +23,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct
 
 from .deadline import waiting_on, work_deadline
 
@@ -33,8 +35,7 @@ _READ_SIZE = 64 * 1024
 _POLL_S = 0.05  # how often a command's end is looked for where no pidfd tells it
 
 
-@dataclass(frozen=True, slots=True)
-class CommandResult:
+class CommandResult(Struct, frozen=True):
     """How one command ended: output, exit status and time, or why not (timeout, cap, error)."""
 
     argv: tuple[str, ...]
@@ -85,14 +86,16 @@ def seconds(value: float) -> str:
     return f"{round(value, 1):g} s"
 
 
-@dataclass
+@dataclasses.dataclass
 class CommandRunner:
     """Runs commands by absolute path, resolved once per name."""
 
     path: str | None = None
     output_cap: int = DEFAULT_OUTPUT_CAP
-    extra_env: Mapping[str, str] = field(default_factory=dict)
-    _resolved: dict[str, str | None] = field(default_factory=dict, init=False, repr=False)
+    extra_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    _resolved: dict[str, str | None] = dataclasses.field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def which(self, name: str) -> str | None:
         """Absolute path of a command, looked up once; None when absent."""

@@ -16,9 +16,10 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+from msgspec import Struct, field
 
 from .nvml import Nvml, Reading
 from .nvml_fields import read_fields
@@ -292,8 +293,7 @@ def _pairs(nvml: Nvml, handles: dict[int, Any]) -> list[dict[str, Any]]:
     return pairs
 
 
-@dataclass(frozen=True)
-class _Window:
+class _Window(Struct, frozen=True):
     """The sampling window every GPU shares."""
 
     deadline: float  # time.monotonic() at which every GPU's sampling ends

@@ -11,9 +11,10 @@ import platform
 import socket
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct, field
 
 from .. import __version__
 from ..contract.declarations import CommandSpec
@@ -33,8 +34,7 @@ PROC_DRIVER = "/proc/driver/nvidia/version"
 DEV_CTL = "/dev/nvidiactl"
 
 
-@dataclass
-class LiveOptions:
+class LiveOptions(Struct):
     """How the live node is read: timeouts, the sampling window, sysfs/procfs roots, log files."""
 
     command_timeout_s: float = 10.0

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
+
+from msgspec import Struct
 
 from ..errors import ProbeError, ProbeTimeout
 from .deadline import DeadlineCaller, waiting_on, work_deadline
@@ -39,8 +40,7 @@ _STATE_BY_ERROR_NAME: dict[str, ReadingState] = {
 _NO_DRIVER_ERRORS = ("NVML_ERROR_DRIVER_NOT_LOADED", "NVML_ERROR_LIBRARY_NOT_FOUND")
 
 
-@dataclass(frozen=True, slots=True)
-class Reading(Generic[T]):
+class Reading(Struct, Generic[T], frozen=True):
     """One NVML value, or why there is none: `state` (ok, not_supported, error, ...), `detail`."""
 
     value: T | None

@@ -27,10 +27,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import structs
 from sitscheck.contract import CommandSpec
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -206,7 +207,9 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     def sources(
         options: LiveOptions, commands: Mapping[str, CommandSpec] | None = None
     ) -> LiveSources:
-        node_options = replace(options, driver_markers=(spec.marker,), sys_root=spec.sys_root)
+        node_options = structs.replace(
+            options, driver_markers=(spec.marker,), sys_root=spec.sys_root
+        )
         return LiveSources(node_options, CommandRunner(path=spec.bin), commands=commands)
 
     patch(live, "LiveSources", sources)  # what `app.live_sources` builds

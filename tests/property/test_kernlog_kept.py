@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec import structs
 from sitscheck.checks.infiniband.check import InfinibandCheck
 from sitscheck.checks.pcie_aer.check import KERNEL_LOG as AER
 from sitscheck.checks.pcie_aer.parse import might_be_aer
@@ -143,7 +143,7 @@ class Seen:
 
 def _seen(interest: KernelLogInterest, needles: bool) -> KernelLogInterest:
     wants_needles = interest.wants_needles if needles else None
-    return dataclasses.replace(interest, handler=f"{__name__}:Seen", wants_needles=wants_needles)
+    return structs.replace(interest, handler=f"{__name__}:Seen", wants_needles=wants_needles)
 
 
 _INTERESTS = {"pcie_aer": AER, "xid": XID, "infiniband": InfinibandCheck.kernel_log}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pickle
 from pathlib import Path
@@ -459,7 +458,7 @@ def test_gpu_pairs_keeps_asymmetric_cells_as_printed() -> None:
 
 def test_value_types_are_frozen() -> None:
     matrix = parse_topo("\tGPU0\tGPU1\nGPU0\t X \tSYS\nGPU1\tSYS\t X \n")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="immutable"):
         matrix.gpus = ()  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="immutable"):
         matrix.links[0].kind = "NV4"  # type: ignore[misc]

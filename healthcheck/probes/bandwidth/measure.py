@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+
+from msgspec import Struct, field
 
 from . import FORMAT
 from .cuda import CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CudaError, Driver
@@ -76,8 +77,7 @@ class Stop(Exception):
     """Measuring ends early (the deadline passed, or a signal came); what was measured stays."""
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(Struct, frozen=True):
     """How much to measure (copy size, samples, repeats), and the deadline that stops it."""
 
     deadline: float  # time.monotonic() by which measuring stops
@@ -103,8 +103,7 @@ class Plan:
         }
 
 
-@dataclass
-class Gpu:
+class Gpu(Struct):
     """One GPU's context, stream, timing events and buffers (two on the device, one pinned)."""
 
     ordinal: int
