@@ -298,6 +298,9 @@ def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
 # by the reports it stands for, with another time (`at` makes the event of this one), so that
 # an error storm's reports are not each made into an object.
 Sink = Callable[[int, AerEvent, str | None], None]
+# The same for a run of reports that differ only in their time (the same events): the place of
+# each report's first event, rising, and each one's time. `AerTally.add_run` counts them at once.
+RunSink = Callable[[list[int], tuple[AerEvent, ...], list[str | None]], None]
 
 
 class AerLines:
@@ -319,7 +322,7 @@ class AerLines:
         if sink is None:
             self.tally = AerTally()
             sink = self.tally.add_at
-        self._state = _AerState(_Resolver(sink))
+        self._state = _AerState(_Resolver(sink, self.tally.add_run if self.tally else None))
         self._said = self._state.said
         self._lane: _Lane | None = None
         self._alone: dict[tuple[_Line, ...], tuple[AerEvent, ...] | None] = {}
@@ -651,20 +654,28 @@ class _AerState:
         else:
             live = self._live()
             done = 0
-            while done < len(slots) and not _is_live(slots[done], live):
+            # a `_Done` slot is never live: nothing of its report is open
+            while done < len(slots) and (
+                type(slots[done]) is _Done or not _is_live(slots[done], live)
+            ):
                 done += 1
             while done == 0 and len(slots) > _MAX_HELD:
                 self._close(slots[0])
                 live = self._live()
                 while done < len(slots) and not _is_live(slots[done], live):
                     done += 1
-        push = self.resolver.push
+        resolver = self.resolver
+        push = resolver.push
         names = self.names
+        read: list[_Done] = []  # the reports read at once just met, pushed together
         for slot in slots[:done]:
             if isinstance(slot, _Done):
-                for event in slot.events:
-                    push(event, slot.time)
-            elif isinstance(slot, _Header):
+                read.append(slot)
+                continue
+            if read:
+                resolver.push_done(read)
+                read = []
+            if isinstance(slot, _Header):
                 for block in slot.blocks:
                     push(_block_item(block, slot, names), slot.time)
                 if not slot.blocks:
@@ -673,10 +684,12 @@ class _AerState:
                 push(_block_item(slot, None, names), slot.time)
             else:
                 push(_section_item(slot, names), slot.time)
+        if read:
+            resolver.push_done(read)
         del slots[:done]
         self.flush_at = len(slots) + _FLUSH_EVERY
         if final:
-            self.resolver.finish()
+            resolver.finish()
 
     def _live(self) -> set[int]:
         """The ids of the reports a later line may still change."""
@@ -1338,8 +1351,9 @@ class _Resolver:
     they are settled; only the drafts of a device still waiting are held, with the last
     known report of each device (memory grows with the devices, not the events)."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, run_sink: RunSink | None = None) -> None:
         self.sink = sink
+        self.run_sink = run_sink  # where a run of reports may go at once (`push_run`)
         self.index = -1  # the place of the last event pushed
         self.known: dict[str, tuple[_Mark | None, _Mark | None]] = {}  # device -> last known
         self.settled: dict[str, tuple[_Mark | None, _Mark | None]] = {}  # last draft settled
@@ -1373,6 +1387,46 @@ class _Resolver:
             self.waiting.setdefault(device, []).append(pending)
         if self.waiting:
             self._settle(final=False)
+
+    def push_done(self, slots: list[_Done]) -> None:
+        """`push` of each event of each slot in turn (the reports read at once: a storm's
+        are a few sequences of lines over and over). With no draft waiting, the reports of
+        each sequence go to the run sink at once, and each device's last known report is the
+        one pushing them one by one leaves."""
+        if self.run_sink is None or self.waiting or len(slots) < 2:
+            for slot in slots:
+                for event in slot.events:
+                    self.push(event, slot.time)
+            return
+        runs: dict[int, tuple[tuple[AerEvent, ...], list[int], list[str | None]]] = {}
+        index = self.index
+        for slot in slots:
+            events = slot.events
+            run = runs.get(id(events))
+            if run is None:
+                run = runs[id(events)] = (events, [], [])
+            run[1].append(index + 1)
+            run[2].append(slot.time)
+            index += len(events)
+        self.index = index
+        last: dict[str, _Mark] = {}
+        last_uncorrectable: dict[str, _Mark] = {}
+        for events, places, times in runs.values():
+            self.run_sink(places, events, times)
+            for offset, event in enumerate(events):
+                device = event.device
+                if device is None:
+                    continue
+                mark: _Mark = (places[-1] + offset, event.severity)
+                if device not in last or mark[0] > last[device][0]:
+                    last[device] = mark
+                if event.severity != "corrected" and (
+                    device not in last_uncorrectable or mark[0] > last_uncorrectable[device][0]
+                ):
+                    last_uncorrectable[device] = mark
+        for device, mark in last.items():
+            _, before = self.known.get(device, (None, None))
+            self.known[device] = (mark, last_uncorrectable.get(device, before))
 
     def finish(self) -> None:
         self._settle(final=True)

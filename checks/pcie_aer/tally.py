@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sitscheck.kernlog.storm import BoundedEvents, Tally, aer_events
+from sitscheck.kernlog.storm import BoundedEvents, Run, Tally, aer_events
 from sitscheck.kernlog.times import seconds
 
 if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`)
@@ -110,3 +110,62 @@ class AerTally(Tally["AerEvent"]):
             if len(first) > 1 and first[-2][0] > index:
                 first.sort(key=lambda pair: pair[0])
             del first[EXCERPT:]
+
+    def add_run(
+        self, places: list[int], events: tuple[AerEvent, ...], whens: list[str | None]
+    ) -> None:
+        """`add_at` of each of `events` for each report: at its place in `places` (rising, each
+        that of the report's first event) and its time in `whens` (the parser's `RunSink`: a
+        storm's reports that differ only in their time), counted at once where no event of
+        them is kept: past the storm's first events, each uncorrectable group's excerpt full."""
+        storm = self.storm
+        if places[0] < storm.limit or not all(self._counted_only(event) for event in events):
+            for place, when in zip(places, whens, strict=True):
+                for offset, event in enumerate(events):
+                    self.add_at(place + offset, event, when)
+            return
+        ats = _all_seconds(whens)
+        for offset, event in enumerate(events):
+            run = Run(places[0] + offset, places[-1] + offset, whens, ats)
+            severity = event.severity
+            storm.add_run((event.device, severity, event.type, event.errors), run)
+            bus = event.device or event.reporter
+            tally = self.buses.get(bus)
+            if tally is None:
+                tally = self.buses[bus] = BusTally()
+            count = len(whens)
+            tally.by_severity[severity] += count
+            if event.containment:
+                tally.containments += count
+            if severity == "corrected":
+                tally.corrected += count
+                if run.timed:
+                    tally.timed += run.timed
+                    if tally.earliest is None or run.earliest < tally.earliest:  # type: ignore[operator]
+                        tally.earliest = run.earliest
+                    if tally.latest is None or run.latest > tally.latest:  # type: ignore[operator]
+                        tally.latest = run.latest
+                continue
+            group = self.uncorrected[(severity, bus)]  # there: `_counted_only`
+            group.count += count
+            if event.containment:
+                group.contained += count
+            group.errors.update(event.errors)
+
+    def _counted_only(self, event: AerEvent) -> bool:
+        """Whether a later report of `event` changes only counts and times: corrected, or its
+        uncorrectable group's excerpt is full (later places never enter it)."""
+        if event.severity == "corrected":
+            return True
+        group = self.uncorrected.get((event.severity, event.device or event.reporter))
+        return group is not None and len(group.first) >= EXCERPT
+
+
+def _all_seconds(whens: list[str | None]) -> list[float | None]:
+    """`_seconds` of each time: plain `dmesg` stamps read at once."""
+    if all(when and when[0].isdigit() for when in whens):
+        try:
+            return list(map(float, whens))  # type: ignore[arg-type]
+        except ValueError:
+            pass
+    return [_seconds(when) for when in whens]

@@ -14,6 +14,10 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from sitscheck.checks.pcie_aer.parse import AerLines
+from sitscheck.checks.pcie_aer.tally import AerTally
+from sitscheck.kernlog.lines import iter_kernel_lines
+
 Stamp = Callable[[int], str]  # step -> the line's prefix (time, host, facility)
 
 GPU0, GPU1, PORT, STRAY = "0000:00:06.0", "0000:00:07.0", "0000:00:01.0", "0000:19:00.0"
@@ -184,3 +188,13 @@ def storm(path: Path, reports: int, stamp: Stamp = bracket, seed: int = 3) -> No
             for line in [*make(rng.choice(DEVICES)), rng.choice(FILLER), rng.choice(FILLER)]:
                 out.write(stamp(step) + line + "\n")
                 step += 1
+
+
+def tally_of(lines: list[str], handler_type: type[AerLines] = AerLines) -> AerTally:
+    """The AER tally of raw log lines, read by `handler_type` (the parser, or a variant)."""
+    handler = handler_type()
+    for line in iter_kernel_lines(lines):
+        handler.feed_text(line.body, line.time)
+    tally = handler.finish()
+    assert tally is not None
+    return tally

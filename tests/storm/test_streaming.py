@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from storms import GPU0, GPU1, STAMPS, storm  # noqa: E402
+from storms import GPU0, GPU1, STAMPS, storm, tally_of  # noqa: E402
 
 CORRECTED = (
     "[{t:.6f}] pcieport 0000:00:01.0: AER: Corrected error message received from {d}",
@@ -55,15 +55,6 @@ def corrected_storm(reports: int, fatal_every: int = 0) -> list[str]:
     return lines
 
 
-def streamed(lines: list[str]) -> AerTally:
-    handler = AerLines()
-    for line in iter_kernel_lines(lines):
-        handler.feed_text(line.body, line.time)
-    tally = handler.finish()
-    assert tally is not None
-    return tally
-
-
 def paths() -> list[GpuPath]:
     return [
         GpuPath(GpuRef(index, bus, "NVIDIA H200"), ["0000:00:01.0", bus])
@@ -72,7 +63,7 @@ def paths() -> list[GpuPath]:
 
 
 def test_a_storm_of_5000_counts_all_keeps_1000_and_groups_add_up() -> None:
-    tally = streamed(corrected_storm(5000, fatal_every=50))
+    tally = tally_of(corrected_storm(5000, fatal_every=50))
     facts = tally.storm.facts(lambda e: e.to_fact())
     assert facts["event_count"] == 5000 == tally.count
     events = facts["events"]
@@ -90,7 +81,7 @@ def test_a_storm_of_5000_counts_all_keeps_1000_and_groups_add_up() -> None:
 def test_the_streamed_judgement_is_that_of_the_whole_list() -> None:
     lines = corrected_storm(3000, fatal_every=7)
     whole = parse_aer(iter_kernel_lines(lines))  # every event, in order
-    tally = streamed(lines)
+    tally = tally_of(lines)
     assert tally.storm.facts(lambda e: e.to_fact()) == AerTally.of(whole).storm.facts(
         lambda e: e.to_fact()
     )

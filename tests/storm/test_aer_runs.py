@@ -1,0 +1,97 @@
+"""A storm's reports counted at once (`_Resolver.push_done`, `AerTally.add_run`) give the
+tally of the same events counted one by one: the storm facts (the first events, the count,
+every group with its first and last time), each device's counts and corrected-time span,
+and each uncorrectable group's count, errors and excerpt. Logs past the first 1,000 events
+(where runs are counted at once), of interleaved devices and report kinds, with drafts whose
+severity later reports decide, DPC containments, cut-off reports and stamps that read as no
+point in time."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from sitscheck.checks.pcie_aer.tally import AerTally
+from storms import DEVICES, REPORTS, bracket, kmsg, relative, syslog, tally_of
+from test_aer_lanes import LineByLine, report
+
+AER_REPORTS = [make for weight, make in REPORTS if "Xid" not in "".join(make(DEVICES[0]))]
+
+
+def state(tally: AerTally) -> dict[str, Any]:
+    storm = tally.storm
+    return {
+        "facts": storm.facts(lambda event: event.to_fact()),
+        "groups": {
+            key: (g.count, g.first, g.last, g.first_at, g.last_at, g.earliest, g.latest)
+            for key, g in storm.groups.items()
+        },
+        "buses": {
+            bus: (b.by_severity, b.containments, b.corrected, b.timed, b.earliest, b.latest)
+            for bus, b in tally.buses.items()
+        },
+        "uncorrected": {
+            key: (g.count, g.contained, sorted(g.errors), [(i, e.to_fact()) for i, e in g.first])
+            for key, g in tally.uncorrected.items()
+        },
+    }
+
+
+def storm_log(seed: int) -> list[str]:
+    """Past 1,000 events: a few report kinds on a few devices over and over (a storm), now
+    and then another kind, a cut-off or repeated line, or noise."""
+    rng = random.Random(seed)
+    stamp = rng.choice((bracket, bracket, syslog, kmsg, relative))
+    kinds = [(rng.choice(AER_REPORTS), rng.choice(DEVICES)) for _ in range(rng.randint(1, 4))]
+    lines: list[str] = []
+    for _ in range(rng.randint(1500, 2500)):
+        if rng.random() < 0.03:
+            lines += report(rng)
+        else:
+            make, device = rng.choice(kinds)
+            lines += make(device)
+    return [stamp(step) + line for step, line in enumerate(lines)]
+
+
+def test_a_storm_counted_at_once_is_the_storm_counted_one_by_one() -> None:
+    for seed in range(60):
+        raw = storm_log(seed)
+        at_once = tally_of(raw)
+        assert at_once.storm.count > 1000, seed
+        assert state(at_once) == state(tally_of(raw, LineByLine)), seed
+
+
+def test_one_report_over_and_over_is_counted_in_runs() -> None:
+    """The benchmark's shape: one corrected report of a device, 5,000 times; counted at once
+    (the groups' times are the first and last report's, the span every report's)."""
+    raw = [bracket(n) + line for n in range(5000) for line in AER_REPORTS[0](DEVICES[0])]
+    at_once = tally_of(raw)
+    assert state(at_once) == state(tally_of(raw, LineByLine))
+    (group,) = at_once.storm.groups.values()
+    assert (group.count, group.first_at, group.last_at) == (5000, 0, 4999)
+    assert (group.earliest, group.latest) == (5.0, float(bracket(4999)[1:-2]))
+
+
+# status lines alone: a severity the reports around them decide (the latest of any kind, or
+# the latest uncorrectable one for an uncorrectable status bit)
+STATUS_ALONE = (
+    "nvidia 0000:00:06.0:   device [10de:2335] error status/mask=00000001/00000000",
+    "nvidia 0000:00:06.0:   device [10de:2335] error status/mask=00000040/00000000",
+)
+
+
+def test_a_draft_after_interleaved_runs_takes_the_latest_report_of_its_device() -> None:
+    """Corrected and non-fatal reports of one device in turn (two runs pushed together),
+    then a report whose severity the log must decide: decided as one by one, whichever kind
+    came last (the report before it is the one its line joins the lane of: it is applied
+    line by line, after the runs)."""
+    from storms import GPU0, _corrected, _nonfatal
+
+    assert GPU0 in STATUS_ALONE[0]
+    for kinds in ((_corrected, _nonfatal), (_nonfatal, _corrected)):
+        for count in (1200, 1201):
+            for tail in STATUS_ALONE:
+                lines = [line for n in range(count) for line in kinds[n % 2](GPU0)]
+                raw = [bracket(step) + line for step, line in enumerate([*lines, tail])]
+                at_once = tally_of(raw)
+                assert state(at_once) == state(tally_of(raw, LineByLine)), (count, tail)
