@@ -31,6 +31,9 @@ from .model import Shape
 
 FORMAT = 1
 FILE_NAME = "cel-programs.json"
+# a run that compiles more distinct expressions keeps none (the shipped rules hold ~230; a
+# generated rule set of thousands would write megabytes every run, and be read back slowly)
+MAX_PROGRAMS = 4096
 
 
 class ProgramCache:
@@ -41,6 +44,7 @@ class ProgramCache:
         self._folder = folder
         self._engine = engine_id
         self._damaged = False
+        self._too_many = False  # more than MAX_PROGRAMS this run: nothing is written
         self._kept: dict[str, list[Any]] = self._read() if folder is not None else {}
         self._now: dict[str, list[Any]] = {}  # the texts of this run, as they will be written
 
@@ -74,12 +78,17 @@ class ProgramCache:
         self._damaged = True
 
     def put(self, text: str, program: bytes, shape: Shape) -> None:
+        if len(self._now) >= MAX_PROGRAMS:
+            self._too_many = True
+            return
         reads = None if shape.reads is None else sorted(list(path) for path in shape.reads)
         self._now[text] = [base64.b64encode(program).decode("ascii"), shape.comprehensions, reads]
 
     def save(self) -> bool:
         """Write this run's programs where they differ from those read; whether it wrote."""
-        if self._folder is None or (not self._damaged and self._now.keys() == self._kept.keys()):
+        if self._folder is None or self._too_many:
+            return False
+        if not self._damaged and self._now.keys() == self._kept.keys():
             return False
         data = {"format": FORMAT, "engine": self._engine, "programs": self._now}
         if not write_json(self._folder, FILE_NAME, data):

@@ -22,6 +22,7 @@ from .lined import LinedDict, LinedList
 
 FORMAT = 1
 FILE_NAME = "rule-trees.json"
+MAX_FILE_BYTES = 256 * 1024  # a larger file's tree is not kept (the shipped ones: < 30 KB)
 
 
 class TreeCache:
@@ -58,6 +59,8 @@ class TreeCache:
         return (tree,)
 
     def put(self, raw: bytes, tree: Any) -> None:
+        if len(raw) > MAX_FILE_BYTES:
+            return
         try:
             self._now[_digest(raw)] = _encode(tree)
         except _NotKept:

@@ -215,3 +215,17 @@ def test_every_recorded_bundle_gives_the_same_report_with_programs_read_back(
     assert (tmp_path / "cache" / "sitscheck" / "rule-trees.json").is_file()
     warm = {name: snapshot(path) for name, path in recorded.items()}
     assert warm == cold
+
+
+def test_a_run_of_more_programs_than_are_kept_keeps_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sitscheck.engine.program_cache.MAX_PROGRAMS", 3)
+    folder = _private(tmp_path)
+    env = _env(folder)
+    _values(env)  # three: as many as are kept
+    assert env.save_programs()
+    more = _env(folder)
+    _values(more, (*TEXTS, "1 + 1 == 2"))
+    assert not more.save_programs()
+    assert set(_programs(folder)) == set(TEXTS)  # the last run that fitted

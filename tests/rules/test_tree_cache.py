@@ -179,3 +179,15 @@ def test_a_run_whose_files_are_kept_never_imports_pyyaml(tmp_path: Path) -> None
         )
         seen.append(done.stderr.strip().splitlines()[-1])
     assert seen == ["True", "False"]
+
+
+def test_a_large_file_s_tree_is_not_kept(tmp_path: Path) -> None:
+    from sitscheck.engine.tree_cache import MAX_FILE_BYTES
+
+    folder = _private(tmp_path)
+    large = tmp_path / "large.yaml"
+    large.write_text("params:\n" + "".join(f"  p{n}: {n}\n" for n in range(MAX_FILE_BYTES // 8)))
+    assert len(large.read_bytes()) > MAX_FILE_BYTES
+    trees = TreeCache(folder)
+    assert load_yaml(large, trees)["params"]["p7"] == 7
+    assert not trees.save()
