@@ -95,3 +95,27 @@ def test_a_draft_after_interleaved_runs_takes_the_latest_report_of_its_device() 
                 raw = [bracket(step) + line for step, line in enumerate([*lines, tail])]
                 at_once = tally_of(raw)
                 assert state(at_once) == state(tally_of(raw, LineByLine)), (count, tail)
+
+
+def test_a_draft_of_a_device_read_only_in_runs_takes_its_latest_report() -> None:
+    """Two report kinds of one device in turn, each report followed by another device's (read
+    at once: the first device's reports are known only from runs), then a report of the
+    first device whose severity the log must decide ("found no error details"): decided by
+    its latest report, as one by one, whichever kind came last (fails when a run leaves its
+    device's first run's report as the latest known)."""
+    from storms import GPU0, GPU1, PORT, _corrected, _dpc_fatal, _nonfatal
+
+    no_details = f"pcieport {PORT}: AER: found no error details for {GPU0}"
+    for kinds, tail in (
+        ((_corrected, _nonfatal), no_details),
+        ((_nonfatal, _corrected), no_details),
+        ((_nonfatal, _dpc_fatal), no_details),
+        ((_dpc_fatal, _nonfatal), no_details),
+    ):
+        for count in (1200, 1201):
+            lines = [
+                line for n in range(count) for line in (*kinds[n % 2](GPU0), *_corrected(GPU1))
+            ]
+            raw = [bracket(step) + line for step, line in enumerate([*lines, tail])]
+            at_once = tally_of(raw)
+            assert state(at_once) == state(tally_of(raw, LineByLine)), (count, kinds)
