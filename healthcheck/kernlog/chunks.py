@@ -191,8 +191,13 @@ def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[st
     for at in hits:
         if at < line_end:
             continue  # on the line just taken
-        start = rfind(b"\n", first, at) + 1 or first
-        line_end = find(b"\n", at, end) + 1
+        # a report's lines come together: the line after the one taken, found by its end
+        following = find(b"\n", line_end, end) + 1
+        if at < following:
+            start, line_end = line_end, following
+        else:
+            start = rfind(b"\n", line_end, at) + 1 or line_end
+            line_end = find(b"\n", at, end) + 1
         out.append(buf[start : line_end - 1].decode("utf-8", "replace"))
     return out
 
