@@ -1368,11 +1368,8 @@ class _Resolver:
             self.sink(index, item, time)
             if device is None:
                 return
-            severity = item.severity
-            mark = (index, severity)
-            _, last_uncorrectable = self.known.get(device, (None, None))
-            uncorrectable = severity != "corrected"
-            self.known[device] = (mark, mark if uncorrectable else last_uncorrectable)
+            mark = self._know(device, index, item.severity)
+            uncorrectable = mark[1] != "corrected"
             waiting = self.waiting.get(device)
             if waiting:
                 for pending in waiting:
@@ -1409,24 +1406,22 @@ class _Resolver:
             run[2].append(slot.time)
             index += len(events)
         self.index = index
-        last: dict[str, _Mark] = {}
-        last_uncorrectable: dict[str, _Mark] = {}
+        # each run's last report, known in the order of the places: what the whole runs leave
+        latest: list[tuple[int, AerEvent]] = []
         for events, places, times in runs.values():
             self.run_sink(places, events, times)
-            for offset, event in enumerate(events):
-                device = event.device
-                if device is None:
-                    continue
-                mark: _Mark = (places[-1] + offset, event.severity)
-                if device not in last or mark[0] > last[device][0]:
-                    last[device] = mark
-                if event.severity != "corrected" and (
-                    device not in last_uncorrectable or mark[0] > last_uncorrectable[device][0]
-                ):
-                    last_uncorrectable[device] = mark
-        for device, mark in last.items():
-            _, before = self.known.get(device, (None, None))
-            self.known[device] = (mark, last_uncorrectable.get(device, before))
+            latest.extend((places[-1] + offset, event) for offset, event in enumerate(events))
+        for place, event in sorted(latest, key=lambda pair: pair[0]):
+            if event.device is not None:
+                self._know(event.device, place, event.severity)
+
+    def _know(self, device: str, index: int, severity: str) -> _Mark:
+        """The device's last known report is now the one at `index` (and its last
+        uncorrectable one too, where it is); its mark."""
+        mark = (index, severity)
+        _, last_uncorrectable = self.known.get(device, (None, None))
+        self.known[device] = (mark, last_uncorrectable if severity == "corrected" else mark)
+        return mark
 
     def finish(self) -> None:
         self._settle(final=True)

@@ -46,6 +46,30 @@ class BusTally:
         self.earliest: float | None = None
         self.latest: float | None = None
 
+    def add(
+        self,
+        severity: str,
+        contained: bool,
+        reports: int,
+        timed: int,
+        earliest: float | None,
+        latest: float | None,
+    ) -> None:
+        """`reports` more of one severity; of a corrected one, `timed` of them with a time,
+        the smallest and largest `earliest`, `latest` (None: none)."""
+        self.by_severity[severity] += reports
+        if contained:
+            self.containments += reports
+        if severity != "corrected":
+            return
+        self.corrected += reports
+        if timed:
+            self.timed += timed
+            if self.earliest is None or earliest < self.earliest:  # type: ignore[operator]
+                self.earliest = earliest
+            if self.latest is None or latest > self.latest:  # type: ignore[operator]
+                self.latest = latest
+
 
 class UncorrectedTally:
     """The uncorrectable reports of one (severity, device): a finding."""
@@ -57,6 +81,13 @@ class UncorrectedTally:
         self.contained = 0
         self.errors: set[str] = set()
         self.first: list[tuple[int, AerEvent]] = []  # the first EXCERPT, by place in the log
+
+    def add(self, reports: int, contained: bool, errors: tuple[str, ...]) -> None:
+        """`reports` more, of these error bits."""
+        self.count += reports
+        if contained:
+            self.contained += reports
+        self.errors.update(errors)
 
 
 class AerTally(Tally["AerEvent"]):
@@ -81,29 +112,13 @@ class AerTally(Tally["AerEvent"]):
             event = event.at(when)
         storm.add_keyed(index, event, (event.device, severity, event.type, event.errors), when, at)
         bus = event.device or event.reporter
-        tally = self.buses.get(bus)
-        if tally is None:
-            tally = self.buses[bus] = BusTally()
-        tally.by_severity[severity] += 1
-        contained = event.containment
-        if contained:
-            tally.containments += 1
+        self._bus(bus).add(severity, event.containment, 1, at is not None, at, at)
         if severity == "corrected":
-            tally.corrected += 1
-            if at is not None:
-                tally.timed += 1
-                if tally.earliest is None or at < tally.earliest:
-                    tally.earliest = at
-                if tally.latest is None or at > tally.latest:
-                    tally.latest = at
             return
         group = self.uncorrected.get((severity, bus))
         if group is None:
             group = self.uncorrected[(severity, bus)] = UncorrectedTally()
-        group.count += 1
-        if contained:
-            group.contained += 1
-        group.errors.update(event.errors)
+        group.add(1, event.containment, event.errors)
         first = group.first
         if len(first) < EXCERPT or index < first[-1][0]:
             first.append((index, event.at(when)))
@@ -130,27 +145,18 @@ class AerTally(Tally["AerEvent"]):
             severity = event.severity
             storm.add_run((event.device, severity, event.type, event.errors), run)
             bus = event.device or event.reporter
-            tally = self.buses.get(bus)
-            if tally is None:
-                tally = self.buses[bus] = BusTally()
-            count = len(whens)
-            tally.by_severity[severity] += count
-            if event.containment:
-                tally.containments += count
-            if severity == "corrected":
-                tally.corrected += count
-                if run.timed:
-                    tally.timed += run.timed
-                    if tally.earliest is None or run.earliest < tally.earliest:  # type: ignore[operator]
-                        tally.earliest = run.earliest
-                    if tally.latest is None or run.latest > tally.latest:  # type: ignore[operator]
-                        tally.latest = run.latest
-                continue
-            group = self.uncorrected[(severity, bus)]  # there: `_counted_only`
-            group.count += count
-            if event.containment:
-                group.contained += count
-            group.errors.update(event.errors)
+            reports = len(whens)
+            self._bus(bus).add(
+                severity, event.containment, reports, run.timed, run.earliest, run.latest
+            )
+            if severity != "corrected":  # its group is there: `_counted_only`
+                self.uncorrected[(severity, bus)].add(reports, event.containment, event.errors)
+
+    def _bus(self, bus: str | None) -> BusTally:
+        tally = self.buses.get(bus)
+        if tally is None:
+            tally = self.buses[bus] = BusTally()
+        return tally
 
     def _counted_only(self, event: AerEvent) -> bool:
         """Whether a later report of `event` changes only counts and times: corrected, or its

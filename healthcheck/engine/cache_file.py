@@ -83,3 +83,58 @@ def _own(folder: Path, create: bool) -> bool:
 
 def _private(info: os.stat_result) -> bool:
     return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+class LastRun:
+    """The entries of one cache file: those the last run wrote (read back where the file's
+    `header` fields match), and this run's, written only where they differ (an entry added,
+    left unused or dropped). A run of more than `limit` entries keeps none."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        name: str,
+        header: dict[str, Any],
+        section: str,
+        limit: int | None = None,
+    ) -> None:
+        self._folder, self._name = folder, name
+        self._header, self._section, self._limit = header, section, limit
+        self.kept: dict[str, Any] = {}
+        self._now: dict[str, Any] = {}
+        self._changed = False  # an entry dropped: the file is written anew
+        self._too_many = False
+        data = read_json(folder, name) if folder is not None else None
+        if isinstance(data, dict) and all(data.get(k) == v for k, v in header.items()):
+            entries = data.get(section)
+            self.kept = entries if isinstance(entries, dict) else {}
+
+    def take(self, key: str) -> Any:
+        """The entry kept for `key` (None: none), kept for the next run too."""
+        entry = self.kept.get(key)
+        if entry is not None:
+            self._now[key] = entry
+        return entry
+
+    def drop(self, key: str) -> None:
+        """Forget the entry of `key` (it did not read back)."""
+        self.kept.pop(key, None)
+        self._now.pop(key, None)
+        self._changed = True
+
+    def put(self, key: str, entry: Any) -> None:
+        if self._limit is not None and len(self._now) >= self._limit:
+            self._too_many = True
+            return
+        self._now[key] = entry
+
+    def save(self) -> bool:
+        """Write this run's entries where they differ from those read; whether it wrote."""
+        if self._folder is None or self._too_many:
+            return False
+        if not self._changed and self._now.keys() == self.kept.keys():
+            return False
+        if not write_json(self._folder, self._name, {**self._header, self._section: self._now}):
+            return False
+        self.kept, self._changed = dict(self._now), False
+        return True

@@ -52,7 +52,7 @@ def default_engine() -> str:
 
 class CelEnvironment:
     """One engine per rule set: compiles expressions, builds scopes, evaluates. With `keep_in`
-    (a cache folder: `program_cache.default_folder()`), the programs of the last run are read
+    (a cache folder: `cache_file.default_folder()`), the programs of the last run are read
     back from there rather than compiled, where the engine can (`save_programs` writes this
     run's)."""
 
@@ -99,20 +99,25 @@ class CelEnvironment:
         return CompiledExpr(text, program, shape)
 
     def _compile(self, text: str) -> tuple[Any, Shape]:
-        kept = self._kept
-        if kept is None:
-            self._compiled[text] = compiled = self._engine.compile(text)
-            return compiled
-        found = kept.get(text)
-        if found is not None:
-            try:
-                self._compiled[text] = compiled = (self._engine.deserialize(found[0]), found[1])
-                return compiled
-            except ValueError:
-                kept.drop(text)  # compiled again below, and written anew
-        self._compiled[text] = compiled = program, shape = self._engine.compile(text)
-        kept.put(text, self._engine.serialize(program), shape)
+        compiled = self._read_back(text)
+        if compiled is None:
+            compiled = self._engine.compile(text)
+            if self._kept is not None:
+                self._kept.put(text, self._engine.serialize(compiled[0]), compiled[1])
+        self._compiled[text] = compiled
         return compiled
+
+    def _read_back(self, text: str) -> tuple[Any, Shape] | None:
+        """What `text` compiled to in the last run, where it was kept and reads back."""
+        kept = self._kept
+        found = kept.get(text) if kept is not None else None
+        if kept is None or found is None:
+            return None
+        try:
+            return self._engine.deserialize(found[0]), found[1]
+        except ValueError:
+            kept.drop(text)  # compiled again, and written anew
+            return None
 
     def save_programs(self) -> bool:
         """Keep this run's programs for the next (`program_cache`); whether it wrote."""

@@ -12,10 +12,24 @@ class LinedDict(dict[str, Any]):
     key_lines: dict[str, int]
     value_lines: dict[str, int]
 
+    @classmethod
+    def at(cls, line: int) -> LinedDict:
+        """An empty mapping that starts on `line`."""
+        mapping = cls()
+        mapping.line, mapping.key_lines, mapping.value_lines = line, {}, {}
+        return mapping
+
 
 class LinedList(list[Any]):
     line: int
     item_lines: list[int]
+
+    @classmethod
+    def at(cls, line: int) -> LinedList:
+        """An empty list that starts on `line`."""
+        items = cls()
+        items.line, items.item_lines = line, []
+        return items
 
 
 def value_line_of(container: Any, key: str) -> int:

@@ -24,9 +24,8 @@ from __future__ import annotations
 import base64
 import binascii
 from pathlib import Path
-from typing import Any
 
-from .cache_file import read_json, write_json
+from .cache_file import LastRun
 from .model import Shape
 
 FORMAT = 1
@@ -41,74 +40,40 @@ class ProgramCache:
     in the last run, `put` what it compiles to now, `save` once the rules are loaded."""
 
     def __init__(self, folder: Path | None, engine_id: str) -> None:
-        self._folder = folder
-        self._engine = engine_id
-        self._damaged = False
-        self._too_many = False  # more than MAX_PROGRAMS this run: nothing is written
-        self._kept: dict[str, list[Any]] = self._read() if folder is not None else {}
-        self._now: dict[str, list[Any]] = {}  # the texts of this run, as they will be written
+        header = {"format": FORMAT, "engine": engine_id}
+        self._entries = LastRun(folder, FILE_NAME, header, "programs", MAX_PROGRAMS)
 
     @property
     def held(self) -> int:
         """How many programs were read back from the file."""
-        return len(self._kept)
+        return len(self._entries.kept)
 
     def get(self, text: str) -> tuple[bytes, Shape] | None:
         """The serialized program and shape kept for `text`, or None."""
-        entry = self._kept.get(text)
+        entry = self._entries.take(text)
         if entry is None:
             return None
         try:
-            program = base64.b64decode(entry[0], validate=True)
-            reads = entry[2]
+            encoded, comprehensions, reads = entry
+            program = base64.b64decode(encoded, validate=True)
             shape = Shape(
-                int(entry[1]),
+                int(comprehensions),
                 None if reads is None else frozenset(tuple(str(n) for n in r) for r in reads),
             )
-        except (binascii.Error, TypeError, ValueError, IndexError):
-            self.drop(text)
+        except (binascii.Error, TypeError, ValueError):
+            self._entries.drop(text)
             return None
-        self._now[text] = entry
         return program, shape
 
     def drop(self, text: str) -> None:
         """Forget what was kept for `text` (its program did not read back)."""
-        self._kept.pop(text, None)
-        self._now.pop(text, None)
-        self._damaged = True
+        self._entries.drop(text)
 
     def put(self, text: str, program: bytes, shape: Shape) -> None:
-        if len(self._now) >= MAX_PROGRAMS:
-            self._too_many = True
-            return
         reads = None if shape.reads is None else sorted(list(path) for path in shape.reads)
-        self._now[text] = [base64.b64encode(program).decode("ascii"), shape.comprehensions, reads]
+        encoded = base64.b64encode(program).decode("ascii")
+        self._entries.put(text, [encoded, shape.comprehensions, reads])
 
     def save(self) -> bool:
         """Write this run's programs where they differ from those read; whether it wrote."""
-        if self._folder is None or self._too_many:
-            return False
-        if not self._damaged and self._now.keys() == self._kept.keys():
-            return False
-        data = {"format": FORMAT, "engine": self._engine, "programs": self._now}
-        if not write_json(self._folder, FILE_NAME, data):
-            return False
-        self._kept = dict(self._now)
-        self._damaged = False
-        return True
-
-    def _read(self) -> dict[str, list[Any]]:
-        assert self._folder is not None
-        data = read_json(self._folder, FILE_NAME)
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            return {}
-        programs = data.get("programs")
-        if data.get("engine") != self._engine or not isinstance(programs, dict):
-            return {}
-        kept = {
-            text: entry
-            for text, entry in programs.items()
-            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
-        }
-        self._damaged = len(kept) != len(programs)  # written anew by `save`, whole
-        return kept
+        return self._entries.save()

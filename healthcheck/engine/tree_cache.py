@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .cache_file import read_json, write_json
+from .cache_file import LastRun
 from .lined import LinedDict, LinedList
 
 FORMAT = 1
@@ -30,50 +30,35 @@ class TreeCache:
     once every file is read."""
 
     def __init__(self, folder: Path | None) -> None:
-        self._folder = folder
-        self._kept: dict[str, Any] = {}
-        self._now: dict[str, Any] = {}
-        self._damaged = False
-        data = read_json(folder, FILE_NAME) if folder is not None else None
-        if isinstance(data, dict) and data.get("format") == FORMAT:
-            trees = data.get("trees")
-            self._kept = trees if isinstance(trees, dict) else {}
+        self._entries = LastRun(folder, FILE_NAME, {"format": FORMAT}, "trees")
 
     @property
     def held(self) -> int:
-        return len(self._kept)
+        return len(self._entries.kept)
 
     def get(self, raw: bytes) -> tuple[Any] | None:
         """(a fresh copy of the tree kept for these bytes,), or None."""
         digest = _digest(raw)
-        if digest not in self._kept:
+        encoded = self._entries.take(digest)
+        if encoded is None:
             return None
-        encoded = self._kept[digest]
         try:
-            tree = _decode(encoded)
+            return (_decode(encoded),)
         except (TypeError, ValueError, IndexError, KeyError):
-            del self._kept[digest]
-            self._damaged = True
+            self._entries.drop(digest)
             return None
-        self._now[digest] = encoded
-        return (tree,)
 
     def put(self, raw: bytes, tree: Any) -> None:
         if len(raw) > MAX_FILE_BYTES:
             return
         try:
-            self._now[_digest(raw)] = _encode(tree)
+            self._entries.put(_digest(raw), _encode(tree))
         except _NotKept:
             pass
 
     def save(self) -> bool:
         """Write this run's trees where they differ from those read; whether it wrote."""
-        if self._folder is None or (not self._damaged and self._now.keys() == self._kept.keys()):
-            return False
-        if not write_json(self._folder, FILE_NAME, {"format": FORMAT, "trees": self._now}):
-            return False
-        self._kept, self._damaged = dict(self._now), False
-        return True
+        return self._entries.save()
 
 
 class _NotKept(Exception):
@@ -113,8 +98,7 @@ def _decode(encoded: Any) -> Any:
         return encoded
     kind, line, entries = encoded
     if kind == "m":
-        mapping = LinedDict()
-        mapping.line, mapping.key_lines, mapping.value_lines = int(line), {}, {}
+        mapping = LinedDict.at(int(line))
         for key, key_line, value_line, value in entries:
             if not isinstance(key, str):
                 raise TypeError("a key is a string")
@@ -124,8 +108,7 @@ def _decode(encoded: Any) -> Any:
                 mapping.value_lines[key] = int(value_line)
         return mapping
     if kind == "s":
-        items = LinedList()
-        items.line, items.item_lines = int(line), []
+        items = LinedList.at(int(line))
         for item_line, item in entries:
             items.append(_decode(item))
             items.item_lines.append(int(item_line))

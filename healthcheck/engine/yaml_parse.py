@@ -80,13 +80,11 @@ class _Builder:
             if isinstance(event, yaml.ScalarEvent):
                 self._add(stack, self._scalar(event), event)
             elif isinstance(event, yaml.MappingStartEvent):
-                mapping = LinedDict()
-                mapping.line, mapping.key_lines, mapping.value_lines = _line(event), {}, {}
+                mapping = LinedDict.at(_line(event))
                 self._add(stack, mapping, event)
                 stack.append((mapping, _NO_KEY))
             elif isinstance(event, yaml.SequenceStartEvent):
-                items = LinedList()
-                items.line, items.item_lines = _line(event), []
+                items = LinedList.at(_line(event))
                 self._add(stack, items, event)
                 stack.append((items, _NO_KEY))
             elif isinstance(event, yaml.CollectionEndEvent):

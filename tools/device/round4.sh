@@ -3,15 +3,20 @@
 # streaming, needle, fixed-cost and reliability work: start-up, live runs (wall, peak RSS),
 # --load --bandwidth, and `python -m benchmarks` (the live rows and, on this node's CPU, the
 # kernel-log rows). Carry `.whl` (the dependencies' wheels and this tree's own); all lands
-# under $OUT. BENCH_GROUPS picks the benchmark groups (default: all but the rules rows).
+# under $OUT. BENCH_GROUPS picks the benchmark groups (default: all but the rules rows),
+# LIVE_RUNS how many default live runs are timed (default 3).
 . tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
 . tools/device/wall_rss.sh
 {
   for n in 1 2 3; do wall_rss "python -c pass" python3 -c pass; done
   for n in 1 2 3; do wall_rss "sitscheck checks" python3 -m sitscheck checks; done
-  for n in 1 2 3; do wall_rss "live run (default)" python3 -m sitscheck run -o "json=$log/run-$n.json"; done
+  for n in $(seq "${LIVE_RUNS:-3}"); do
+    wall_rss "live run (default)" python3 -m sitscheck run -o "json=$log/run-$n.json"
+  done
 } | tee "$log/timings.txt"
+# the rule caches the runs keep (engine/cache_file.py)
+ls -la "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/sitscheck" 2>&1 | tee -a "$log/timings.txt"
 sc run --output text > "$log/run-text.txt" 2>&1; echo "text run rc=$?" >> "$log/timings.txt"
 t=$(date +%s%N); sc run --load --bandwidth --output json="$log/run-load.json" --output text > "$log/run-load.txt" 2>&1
 echo "run --load --bandwidth: rc=$? $(ms $t) ms" | tee -a "$log/timings.txt"
