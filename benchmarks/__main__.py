@@ -180,7 +180,7 @@ def bench_storm(scratch: Path, size_mb: int, repeat: int) -> Row:
     grep = best_of([*GREP, str(bundle / "dmesg.txt")], repeat)
     report = scratch / "storm.json"
     argv = sitscheck("run", "--from", str(bundle), "--output", f"json={report}")
-    run = best_of([*argv, "--run-timeout", "600", "--timeout", "600"], 1)
+    run = best_of([*argv, "--run-timeout", "600", "--timeout", "600"], repeat)
     size = report.stat().st_size / 1e6 if report.exists() else float("nan")
     ratio = run.wall_s / grep.wall_s
     return Row(

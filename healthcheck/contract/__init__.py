@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..kernlog.anchor import Anchor
 from ..status import Layer, Severity
 from .check import BaseCheck, Check, CheckContext, CheckOutput, LazyCheck, kernel_log_skip
 from .declarations import (
     ActionCategory,
-    Anchor,
     Codes,
     CodeSpec,
     CodeTable,

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from msgspec import Struct, field
 
+from ..kernlog.anchor import Anchor
 from ..status import Severity
 
 
@@ -138,19 +139,6 @@ class EvidenceSpec(Struct, frozen=True):
     nvml: tuple[str, ...] = ()  # keys of each GPU's NVML record the check reads
     kernel_log: bool = False
     logs: tuple[LogFilesSpec, ...] = ()
-
-
-class Anchor(Struct, frozen=True):
-    """A substring that marks a wanted kernel-log line, and how many neighbouring lines come
-    with it (a report's detail lines)."""
-
-    needle: bytes
-    before: int = 0
-    after: int = 0
-
-    def __post_init__(self) -> None:
-        if not self.needle:
-            raise ValueError("an anchor's needle must not be empty")
 
 
 class LineHandler(Protocol):

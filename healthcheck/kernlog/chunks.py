@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from ..contract.declarations import Anchor
+from .anchor import Anchor
 from .needles import Chunk, NeedleFinder
 
 __all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_batches", "iter_candidate_lines"]
@@ -18,7 +18,7 @@ __all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_batches", "iter_
 MAX_TAIL = 64 * 1024
 # a needle every this many bytes or closer: most lines hold one (the lines of a kernel log are
 # 60-120 bytes long), so all of them are taken
-_DENSE_BYTES = 160
+DENSE_BYTES = 160
 _NEAR = 16 * 1024  # a hit this close after another: the line breaks between them are counted
 
 
@@ -183,7 +183,7 @@ def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[st
     """The lines of buf[first:end] (whole lines) that hold one of the finder's needles; all
     of them where the needles are dense (splitting them all costs less than finding each)."""
     hits = finder.line_hits(buf, first, end)
-    if len(hits) * _DENSE_BYTES > end - first:
+    if len(hits) * DENSE_BYTES > end - first:
         return _decode_lines(buf[first:end])
     out: list[str] = []
     find, rfind = buf.find, buf.rfind

@@ -13,26 +13,25 @@ what it does not read.
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct
 
-from ..contract.declarations import Anchor, KernelLogInterest, LineHandler, resolve
-from .chunks import Chunk, count_newlines, iter_candidate_batches
+from ..contract.declarations import KernelLogInterest, LineHandler, resolve
+from ..sources.deadline import work_deadline
+from .anchor import Anchor
+from .chunks import iter_candidate_batches
+from .file_chunks import CHUNK_BYTES, LineCounter, read_chunks
 from .lines import PlainLines, iter_kernel_lines, plain_stamp
+from .prefilter_pipe import WORKER_MIN_BYTES, PrefilterWorker, WorkerUnavailable, worth_a_worker
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
 
-# One buffer, refilled: small enough to stay in the CPU's cache while it is counted, decoded
-# and searched (`iter_candidate_batches` passes over it several times), large enough that the
-# per-chunk work in Python does not show.
-CHUNK_BYTES = 256 * 1024
 # the distinct texts after a plain stamp whose routing is remembered (cleared when full: a log
 # of all-different messages costs one dict entry a line, never more than this)
 _MAX_PLANS = 4096
@@ -79,6 +78,10 @@ class _Handlers:
         self.anchors: tuple[Anchor, ...] = tuple(a for i in interests.values() for a in i.anchors)
         self.head_lines = max((i.head_lines for i in interests.values()), default=0)
         self.needles = _wanted_needles(interests.values())
+        # the needles of the lines the pre-filter keeps (`iter_candidate_batches`)
+        self.kept_needles = tuple(
+            dict.fromkeys([*(anchor.needle for anchor in self.anchors), *(self.needles or ())])
+        )
         tests = [_test_of(i) for i in interests.values()]
         routes = [_Route(t, h) for t, h in zip(tests, self.handlers, strict=True)]
         self.own = [r for r in routes if r.feed_text is not None]
@@ -239,49 +242,52 @@ class _Counter:
             yield raw
 
 
-def scan_file(path: Path, interests: Mapping[str, KernelLogInterest]) -> tuple[int, dict[str, Any]]:
+def scan_file(
+    path: Path,
+    interests: Mapping[str, KernelLogInterest],
+    *,
+    worker_from: int | None = WORKER_MIN_BYTES,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> tuple[int, dict[str, Any]]:
     """The same as `scan_lines` over a file: its chunks are searched for the anchors in C
-    (`iter_candidate_batches`), so only lines near a match reach Python."""
-    handlers = _Handlers(interests)
-    counter = _ChunkCounter()
+    (`iter_candidate_batches`), so only lines near a match reach Python. A file of
+    `worker_from` bytes or more (None: none) has its pre-filter run in a worker process beside
+    this one (`prefilter_pipe`), which gives the same lines. Past the deadline of the work
+    under way (`work_deadline`), `ReadPastDeadline` is raised."""
+    deadline = work_deadline()
     with path.open("rb", buffering=0) as handle:
+        handlers = _Handlers(interests)
+        if worth_a_worker(handle, handlers.kept_needles, worker_from):
+            try:
+                return _scan_in_worker(handle, handlers, deadline, chunk_bytes)
+            except WorkerUnavailable:
+                handle.seek(0)  # read it here instead, from the start
+                handlers = _Handlers(interests)
+        counter = LineCounter()
         for batch in iter_candidate_batches(
-            counter.count(_read_chunks(handle)),
+            counter.count(read_chunks(handle, deadline, chunk_bytes)),
             handlers.anchors,
             head_lines=handlers.head_lines,
             keep=handlers.needles,
         ):
             handlers.feed(batch)
-    return counter.lines, handlers.results()
+        return counter.lines, handlers.results()
 
 
-def _read_chunks(handle: FileIO) -> Iterator[bytearray]:
-    """The file in CHUNK_BYTES pieces, all read into one buffer: each piece is searched before
-    the next is read (`iter_candidate_batches` copies what it keeps), so nothing is allocated per
-    chunk. The kernel is told the file is read once, front to back."""
-    try:
-        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
-    except (AttributeError, OSError):  # not on every platform and file system
-        pass
-    buf = bytearray(CHUNK_BYTES)
-    while size := handle.readinto(buf):
-        yield buf if size == len(buf) else buf[:size]
-
-
-class _ChunkCounter:
-    def __init__(self) -> None:
-        self.newlines = 0
-        self.unterminated = False
-
-    @property
-    def lines(self) -> int:
-        return self.newlines + (1 if self.unterminated else 0)
-
-    def count(self, chunks: Iterable[Chunk]) -> Iterable[Chunk]:
-        for chunk in chunks:
-            self.newlines += count_newlines(chunk)
-            self.unterminated = not chunk.endswith(b"\n")
-            yield chunk
+def _scan_in_worker(
+    handle: FileIO, handlers: _Handlers, deadline: float | None, chunk_bytes: int
+) -> tuple[int, dict[str, Any]]:
+    with PrefilterWorker(
+        handle,
+        handlers.anchors,
+        head_lines=handlers.head_lines,
+        keep=handlers.needles,
+        deadline=deadline,
+        chunk_bytes=chunk_bytes,
+    ) as worker:
+        for batch in worker.batches():
+            handlers.feed(batch)
+        return worker.lines, handlers.results()
 
 
 class KernelLogPass:

@@ -111,20 +111,35 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
             lines += sample.read_text().splitlines() + filler
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(scan, "CHUNK_BYTES", 70_001)
     monkeypatch.setattr(needles_module, "AUTOMATON", automaton)
     interests = scan.declared_interests(discover())
-    bulk = _facts(scan.scan_file(path, interests))
-    monkeypatch.setattr(scan, "CHUNK_BYTES", path.stat().st_size)
+    bulk = _facts(scan.scan_file(path, interests, chunk_bytes=70_001))
     monkeypatch.setattr(needles_module, "AUTOMATON", False)
     monkeypatch.setattr(needles_module, "BULK_BYTES", path.stat().st_size + 1)
-    assert bulk == _facts(scan.scan_file(path, interests))
+    assert bulk == _facts(scan.scan_file(path, interests, chunk_bytes=path.stat().st_size))
     assert bulk[0] == len(lines)
     found = bulk[1]
     aer, xid = KINDS["aer"], KINDS["xid"]
     shared = corpus_set == "shared"
     assert found["pcie_aer"]["event_count"] >= (aer.minimum if shared else aer.own_minimum)
     assert found["xid"]["event_count"] >= (xid.minimum if shared else xid.own_minimum)
+
+
+@pytest.mark.parametrize("corpus_set", sorted(roots()))
+def test_scan_file_finds_in_a_worker_what_it_finds_itself(corpus_set: str, tmp_path: Path) -> None:
+    """Every sample in one log, read by the pre-filter worker (`prefilter_pipe`) and by the
+    scan's own pre-filter: the same facts and line count."""
+    root = root_path(corpus_set)
+    lines: list[str] = []
+    for kind in sorted(KINDS):
+        for sample in sorted((root / kind).glob("*.txt")):
+            lines += sample.read_text().splitlines()
+    path = tmp_path / "kern.log"
+    path.write_text("\n".join(lines) + "\n")
+    interests = scan.declared_interests(discover())
+    there = _facts(scan.scan_file(path, interests, worker_from=0, chunk_bytes=70_001))
+    assert there == _facts(scan.scan_file(path, interests, worker_from=None))
+    assert there[0] == len(lines) and there[1]["pcie_aer"]["event_count"] > 0
 
 
 def _facts(scanned: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]]:

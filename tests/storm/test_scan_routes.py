@@ -8,7 +8,7 @@ from typing import Any
 
 from sitscheck.checks.pcie_aer.check import KERNEL_LOG as AER
 from sitscheck.checks.xid.check import KERNEL_LOG as XID
-from sitscheck.contract.declarations import Anchor, KernelLogInterest
+from sitscheck.contract import Anchor, KernelLogInterest
 from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines
 from sitscheck.kernlog.scan import scan_lines
 

@@ -41,13 +41,13 @@ def _log(lines: int) -> list[str]:
 def test_scan_file_gives_what_scan_lines_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, newline_at_end: bool
 ) -> None:
-    monkeypatch.setattr(scan, "CHUNK_BYTES", 100_003)  # lines straddle every chunk boundary
+    chunk_bytes = 100_003  # lines straddle every chunk boundary
     lines = _log(20_000)
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + ("\n" if newline_at_end else ""))
-    assert path.stat().st_size > 10 * scan.CHUNK_BYTES
+    assert path.stat().st_size > 10 * chunk_bytes
     interests = scan.declared_interests(discover())
-    count, found = scan.scan_file(path, interests)
+    count, found = scan.scan_file(path, interests, chunk_bytes=chunk_bytes)
     lines_count, lines_found = scan.scan_lines(lines, interests)
     assert count == lines_count
     assert {n: _state(r) for n, r in found.items()} == {
