@@ -1,10 +1,13 @@
 """Run a command as a child and measure it: wall time, CPU time and peak RSS.
 
-Peak RSS is that of the command and its own children together: wait4 gives the largest of
-them (the kernel keeps no sum), so the sum of their resident sets is also sampled while it
-runs (`TreeSampler`, from /proc, every few milliseconds) and the larger of the two is taken.
-A scan's pre-filter worker (`kernlog.prefilter_pipe`) is such a child. The sum counts the
-pages they share (the interpreter's own) once in each: it is an upper bound.
+Peak RSS is that of the command's own processes together: the command and those of its
+children that run the same program (sitscheck's kernel-log pre-filter worker,
+`kernlog.prefilter_pipe`, is the interpreter started again). wait4 gives only the largest of
+the whole tree (the kernel keeps no sum), so the sum is also sampled while it runs
+(`TreeSampler`, from /proc, every few milliseconds) and the larger of the two is taken. The
+commands it runs (nvidia-smi, dmesg) are other programs' memory, not counted in the sum. The
+sum counts the pages the processes share (the interpreter's own) once in each: it is an upper
+bound.
 """
 
 from __future__ import annotations
@@ -50,14 +53,16 @@ def best_of(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> 
 
 
 class TreeSampler(threading.Thread):
-    """The largest sum of the resident sets of a process and its children seen while it runs
-    (the children of each of its threads: /proc/PID/task/TID/children)."""
+    """The largest sum of the resident sets of a process and of those of its children that run
+    the same program, seen while it runs (the children of each of its threads:
+    /proc/PID/task/TID/children)."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid = pid
         self.peak_bytes = 0
         self._done = threading.Event()
+        self._program = _program(pid)
 
     def run(self) -> None:
         while not self._done.wait(_SAMPLE_S):
@@ -65,13 +70,21 @@ class TreeSampler(threading.Thread):
 
     def sample(self) -> int:
         """The sum now (and the peak kept)."""
-        now = sum(_resident(pid) for pid in [self.pid, *_children(self.pid)])
+        own = [child for child in _children(self.pid) if _program(child) == self._program]
+        now = sum(_resident(pid) for pid in [self.pid, *own])
         self.peak_bytes = max(self.peak_bytes, now)
         return now
 
     def stop(self) -> None:
         self._done.set()
         self.join()
+
+
+def _program(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
 
 
 def _children(pid: int) -> list[int]:
