@@ -148,8 +148,10 @@ class PrefilterWorker:
         except OSError as exc:  # it ended at once
             self.close()
             raise WorkerUnavailable(f"ended before it was asked: {exc}") from exc
+        set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
         try:
-            fcntl.fcntl(self._proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+            if set_size is not None:
+                fcntl.fcntl(self._proc.stdout.fileno(), set_size, _PIPE_BYTES)
         except OSError:  # a capacity above the system's limit: the default one will do
             pass
         self._reader = FrameReader(self._proc.stdout.fileno())
