@@ -21,7 +21,11 @@ REPO = Path(__file__).resolve().parents[2]
 TREE = ("healthcheck", "checks", "rules", "tests", "tools", "benchmarks", "packaging")
 PACKAGE = ("healthcheck", "checks")
 # Where the package may start a process: the command runner, and the --load probe (itself).
-SPAWNERS = {"healthcheck/sources/command.py", "healthcheck/probes/load.py"}
+SPAWNERS = {
+    "healthcheck/sources/command.py",
+    "healthcheck/probes/load.py",
+    "healthcheck/kernlog/prefilter_pipe.py",
+}
 SPAWN_CALLS = {
     "subprocess.Popen",
     "subprocess.run",
@@ -111,6 +115,11 @@ def test_processes_are_started_in_one_place() -> None:
 def test_the_load_probe_runs_this_interpreter_by_absolute_path() -> None:
     source = (REPO / "healthcheck" / "probes" / "load.py").read_text(encoding="utf-8")
     assert "argv = [sys.executable," in source
+
+
+def test_the_pre_filter_worker_runs_this_interpreter_by_absolute_path() -> None:
+    source = (REPO / "healthcheck" / "kernlog" / "prefilter_pipe.py").read_text(encoding="utf-8")
+    assert "[sys.executable, " in source and "shell" not in source
 
 
 # ---- commands resolved once, to absolute paths -------------------------------------------------

@@ -280,6 +280,20 @@ def test_the_scans_own_reading_stops_at_its_deadline(tmp_path: Path) -> None:
             scan.scan_file(path, _interests(plugins=False), worker_from=None)
 
 
+def test_the_worker_is_this_interpreter_by_absolute_path_in_a_session_of_its_own(
+    tmp_path: Path, stand_in: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, "storm")
+    stand_in.setenv("STAND_IN", "silent")
+    handlers = scan._Handlers(_interests(plugins=False))
+    with path.open("rb", buffering=0) as handle:
+        with pipe.PrefilterWorker(handle, handlers.anchors):
+            (child,) = _children()
+            assert child.cmdline()[0] == sys.executable and os.path.isabs(sys.executable)
+            assert os.getsid(child.pid) == child.pid != os.getsid(0)
+    assert _children() == []
+
+
 def test_nothing_of_a_finished_scan_outlives_it(tmp_path: Path) -> None:
     path = _write(tmp_path, "storm")
     scan.scan_file(path, _interests(plugins=False), worker_from=0)
