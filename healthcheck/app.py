@@ -20,7 +20,7 @@ from .contract.registry import BrokenCheck, discover, select
 from .contract.settings import check_settings
 from .errors import ConfigError
 from .sources.base import Sources
-from .sources.deadline import Scope, entered
+from .sources.scope import Scope, entered
 
 # The rules engine, the report and the bundle reader are imported where they are used: a
 # live run reaches its sampling window without them (they load inside it). The live sources

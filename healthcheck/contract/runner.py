@@ -20,7 +20,7 @@ from ..errors import ProbeError
 from ..kernlog.scan import KernelLogPass, declared_interests
 from ..models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
 from ..sources.base import Sources
-from ..sources.deadline import InFlight, Scope, entered
+from ..sources.scope import InFlight, Scope, entered
 from . import Check, CheckContext, CheckOutput
 from .declarations import Declaration, declaration_of
 from .registry import BrokenCheck

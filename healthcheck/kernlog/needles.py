@@ -504,6 +504,18 @@ def _self_overlapping(needle: bytes) -> bool:
     return any(needle.endswith(needle[:size]) for size in range(1, len(needle)))
 
 
+def count_line_hits(needles: Iterable[bytes], samples: Iterable[bytes]) -> int:
+    """How many offsets `NeedleFinder.line_hits` gives over each of `samples`, summed: through
+    one automaton (built once, no Python per hit) where `ahocorasick_rs` is installed, else
+    through a `NeedleFinder`."""
+    unique = list(dict.fromkeys(needles))
+    if AUTOMATON and unique and not any(b"\n" in needle for needle in unique):
+        automaton = BytesAhoCorasick(unique, matchkind=MatchKind.LeftmostFirst)
+        return sum(len(automaton.find_matches_as_indexes(sample)) for sample in samples)
+    finder = NeedleFinder(unique)
+    return sum(len(finder.line_hits(sample, 0, len(sample))) for sample in samples)
+
+
 def find_all(buf: Chunk, needle: bytes, lo: int, hi: int) -> list[int]:
     hits: list[int] = []
     at = buf.find(needle, lo, hi)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from io import FileIO
@@ -32,7 +31,7 @@ from msgspec import msgpack
 from .anchor import Anchor
 from .chunks import DENSE_BYTES
 from .file_chunks import CHUNK_BYTES, ReadPastDeadline
-from .needles import NeedleFinder
+from .needles import count_line_hits
 from .prefilter_frames import End, Failed, FrameReader, FrameTimeout, Lines, Request
 
 # A log this large or larger, with at least this many lines the scan keeps, gets a worker:
@@ -84,17 +83,14 @@ def dense_enough(fd: int, size: int, needles: Sequence[bytes]) -> bool:
     back. A storm that fills any window makes the estimate large."""
     if not needles:
         return False
-    finder = NeedleFinder(needles)
     window = min(_SAMPLE_BYTES, size)
     step = (size - window) // max(_SAMPLES - 1, 1)
-    hits = sampled = 0
-    for at in sorted({index * step for index in range(_SAMPLES)}):
-        try:
-            data = os.pread(fd, window, at)
-        except OSError:
-            return False
-        hits += len(finder.line_hits(data, 0, len(data)))
-        sampled += len(data)
+    try:
+        samples = [os.pread(fd, window, at) for at in sorted({n * step for n in range(_SAMPLES)})]
+    except OSError:
+        return False
+    hits = count_line_hits(needles, samples)
+    sampled = sum(len(sample) for sample in samples)
     many = hits * size >= WORKER_MIN_LINES * sampled
     return sampled > 0 and many and hits * DENSE_BYTES <= sampled
 
@@ -129,6 +125,8 @@ class PrefilterWorker:
             None if keep is None else tuple(keep),
             chunk_bytes,
         )
+        import subprocess  # here, not above: a scan that starts no worker never imports it
+
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, _WORKER_MODULE, *sys.path],
@@ -190,6 +188,8 @@ class PrefilterWorker:
 
     def close(self) -> None:
         """Kill the worker (a no-op once it has ended) and reap it."""
+        import subprocess
+
         proc = self._proc
         if proc.returncode is None:
             proc.kill()
@@ -201,6 +201,8 @@ class PrefilterWorker:
             proc.stdout.close()
 
     def _ended(self) -> str:
+        import subprocess
+
         try:
             code = self._proc.wait(timeout=_REAP_S)
         except subprocess.TimeoutExpired:

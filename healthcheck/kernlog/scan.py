@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from ..contract.declarations import KernelLogInterest, LineHandler, resolve
-from ..sources.deadline import work_deadline
+from ..sources.scope import work_deadline
 from .anchor import Anchor
 from .chunks import iter_candidate_batches
 from .file_chunks import CHUNK_BYTES, LineCounter, read_chunks

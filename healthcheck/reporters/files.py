@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..sources.deadline import current_scope
+from ..sources.scope import current_scope
 
 REPORT_FILE_MODE = 0o640
 # How long a write in place may wait on its reader when no deadline owns it.

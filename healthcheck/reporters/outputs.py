@@ -22,7 +22,7 @@ from msgspec import Struct
 from ..contract.plugins import entry_points
 from ..errors import ConfigError, SitscheckError
 from ..models import Report
-from ..sources.deadline import Scope, entered
+from ..sources.scope import Scope, entered
 from .files import write_atomic, write_stream
 
 Renderer = Callable[[Report, bool], str]

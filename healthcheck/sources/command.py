@@ -2,7 +2,7 @@
 
 Every command sitscheck runs goes through `CommandRunner.run`. No shell ever; `LC_ALL=C` so
 the output is in the form the parsers know. Its timeout never outlives the deadline of the
-work that asked for it (`deadline.work_deadline`: the caller's own, or the check's scope).
+work that asked for it (`scope.work_deadline`: the caller's own, or the check's scope).
 Output is read from pipes as it is written and capped there: a command that prints past the
 cap is killed at once (as RLIMIT_FSIZE would), so a runaway one costs neither memory nor
 disk. On a timeout the command's process group and every process below it (those that left
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from msgspec import Struct
 
-from .deadline import waiting_on, work_deadline
+from .scope import waiting_on, work_deadline
 
 DEFAULT_OUTPUT_CAP = 16 * 1024 * 1024
 STDERR_CAP = 64 * 1024

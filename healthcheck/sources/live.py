@@ -21,11 +21,11 @@ from ..contract.declarations import CommandSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
-from .deadline import waiting_on
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
 from .kernel_log import open_live_kernel_log
 from .nvml import Nvml, NvmlUnavailable
+from .scope import waiting_on
 
 if TYPE_CHECKING:
     from ..probes.load import LoadHandle

@@ -7,7 +7,7 @@ zero and not an error), the call failed (`error`, `no_permission`), overran its 
 only by a run that talks to a live driver.
 
 Each call waits at most NVML's own deadline (`nvml_deadline_s`) and never past the deadline of
-the work that owns it (the check whose scope the call runs in, `deadline.work_deadline`): a
+the work that owns it (the check whose scope the call runs in, `scope.work_deadline`): a
 call that hangs ends that check UNKNOWN naming the call ("… did not answer within 3.6 s (what
 was left of its deadline)"), not "timed out". A hung call's thread cannot be killed (it is
 blocked in C): it is a daemon thread, abandoned, and never holds up the process's exit.
@@ -22,7 +22,8 @@ from typing import Any, Generic, Literal, TypeVar
 from msgspec import Struct
 
 from ..errors import ProbeError, ProbeTimeout
-from .deadline import DeadlineCaller, waiting_on, work_deadline
+from .deadline import DeadlineCaller
+from .scope import waiting_on, work_deadline
 
 T = TypeVar("T")
 

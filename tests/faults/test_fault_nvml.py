@@ -147,8 +147,8 @@ def test_nvml_threads_are_daemons_and_carry_the_deadline_scope() -> None:
     exit), and it runs in its caller's context, so its calls see the caller's deadline."""
     import time
 
-    from sitscheck.sources.deadline import Scope, current_scope, entered
     from sitscheck.sources.gpu_snapshot import in_context
+    from sitscheck.sources.scope import Scope, current_scope, entered
 
     seen: list[object] = []
     scope = Scope(time.monotonic() + 60)

@@ -52,8 +52,8 @@ from sitscheck.interrupt import GRACE_S
 from sitscheck.models import Report, Status
 from sitscheck.sources import artifacts as names
 from sitscheck.sources.command import CommandRunner
-from sitscheck.sources.deadline import Scope, entered
 from sitscheck.sources.live import LiveOptions, LiveSources
+from sitscheck.sources.scope import Scope, entered
 
 PY = sys.executable
 SITSCHECK = Path(sys.executable).with_name("sitscheck")

@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
+import sitscheck.kernlog.needles as needles_module
 import sitscheck.kernlog.prefilter_pipe as pipe
 import sitscheck.kernlog.scan as scan
 from sitscheck.contract import Anchor, KernelLogInterest
@@ -31,7 +32,7 @@ from sitscheck.kernlog.prefilter_frames import (
     Request,
 )
 from sitscheck.kernlog.prefilter_worker import serve
-from sitscheck.sources.deadline import Scope, entered
+from sitscheck.sources.scope import Scope, entered
 from test_kernlog_scan import FILLER, REPORT, XID, _log, _state
 
 CHUNK = 70_001  # lines straddle chunk boundaries
@@ -348,3 +349,15 @@ def test_the_line_counter_counts_an_unterminated_last_line() -> None:
     counter = LineCounter()
     assert list(counter.count([b"a\nb", b"c\n", b"d"])) == [b"a\nb", b"c\n", b"d"]
     assert (counter.newlines, counter.unterminated, counter.lines) == (2, True, 3)
+
+
+@pytest.mark.parametrize("automaton", [True, False], ids=["automaton", "probes"])
+def test_the_density_count_is_the_pre_filters_line_hits(
+    automaton: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(needles_module, "AUTOMATON", automaton and needles_module.AUTOMATON)
+    needles = scan._Handlers(_interests(plugins=True)).kept_needles
+    samples = [LOGS["storm"][:200_000], LOGS["sparse"][-150_000:], LOGS["bad_utf8"], b""]
+    finder = needles_module.NeedleFinder(needles)
+    expected = sum(len(finder.line_hits(sample, 0, len(sample))) for sample in samples)
+    assert needles_module.count_line_hits(needles, samples) == expected > 1000
