@@ -88,7 +88,7 @@ class _Handlers:
         self.rest = [r for r in routes if r.feed_text is None]
         self._plain = PlainLines()
         self._takers = _takers(self.own)
-        self._plans: dict[str, tuple[list[_Route], str | None]] = {}
+        self._plans: dict[str, _Plan] = {}
 
     def feed(self, raw_lines: Iterable[str]) -> None:
         if self.rest:
@@ -112,21 +112,19 @@ class _Handlers:
             plan = plans.get(tail)
             if plan is None:
                 plan = self._plan(raw, tail)
-            own, body = plan
-            if not own:
-                continue  # wanted by none
-            if body is None:
-                self._split(raw, own, [])
+            deliver, body, own = plan
+            if body is None:  # wanted by none, or the stamp alone does not split it
+                if own:
+                    self._split(raw, own, [])
                 continue
-            time = stamp[1]
-            for route in own:
-                route.feed_text(body, time)  # type: ignore[misc]
+            deliver(body, stamp[1])
 
-    def _plan(self, raw: str, tail: str) -> tuple[list[_Route], str | None]:
+    def _plan(self, raw: str, tail: str) -> _Plan:
         """Who wants the lines whose text after a plain stamp is `tail` (asked of `raw`, one of
         them), and their body where the stamp alone splits them (`PlainLines.body_after`)."""
         own = self._takers(raw)
-        plan = (own, self._plain.body_after(tail) if own else None)
+        body = self._plain.body_after(tail) if own else None
+        plan = (_deliver_to(own), body, own)
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
         self._plans[tail] = plan
@@ -146,6 +144,25 @@ class _Handlers:
 
     def results(self) -> dict[str, Any]:
         return {name: h.finish() for name, h in zip(self.names, self.handlers, strict=True)}
+
+
+# How the lines with one text after a plain stamp are routed (`_Handlers._plan`): what takes
+# their body and time (the one route's `feed_text` itself where one route wants them), their
+# body (None: wanted by none, or split line by line), and the routes that want them.
+_Deliver = Callable[[str, "str | None"], None]
+_Plan = tuple[_Deliver, "str | None", list[_Route]]
+
+
+def _deliver_to(routes: list[_Route]) -> _Deliver:
+    feeds = [route.feed_text for route in routes if route.feed_text is not None]
+    if len(feeds) == 1:
+        return feeds[0]
+
+    def deliver(body: str, time: str | None) -> None:
+        for feed in feeds:
+            feed(body, time)
+
+    return deliver
 
 
 def _takers(routes: list[_Route]) -> Callable[[str], list[_Route]]:

@@ -116,3 +116,14 @@ def test_the_remembered_messages_are_bounded() -> None:
     _, results = scan_lines(log, {"counted": COUNTED})
     assert [body for body, _ in results["counted"]] == distinct * 2
     assert len(ASKED) > len(distinct)  # forgotten when full, asked again: memory stays bounded
+
+
+def test_a_storm_line_two_handlers_want_reaches_both_in_order() -> None:
+    """Lines with a plain stamp that two `feed_text` handlers want (and one only one wants):
+    each handler gets each of its lines, with its time, in log order."""
+    both = KernelLogInterest(anchors=(Anchor(b"gpu"),), handler=f"{__name__}:Texts")
+    log = storm_of(["gpu 0: fault", "gpu 1: xid", "disk: ok"], 30)
+    _, results = scan_lines(log, {"counted": COUNTED, "both": both, "xid": XID})
+    expected = [(line.body, line.time) for line in iter_kernel_lines(log) if "gpu" in line.body]
+    assert results["counted"] == expected and results["both"] == expected
+    assert len(expected) == 60
