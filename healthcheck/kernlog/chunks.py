@@ -12,7 +12,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from .anchor import Anchor
 from .needles import Chunk, NeedleFinder
 
-__all__ = ["Anchor", "Chunk", "count_newlines", "iter_candidate_batches", "iter_candidate_lines"]
+__all__ = [
+    "Anchor",
+    "Chunk",
+    "count_newlines",
+    "iter_candidate_batches",
+    "iter_candidate_lines",
+    "kept_needles",
+]
 
 
 MAX_TAIL = 64 * 1024
@@ -87,7 +94,7 @@ class _ChunkScan:
         self.finder = NeedleFinder([anchor.needle for anchor in anchors])
         self.kept: NeedleFinder | None = None
         if keep is not None:
-            self.kept = NeedleFinder([*(anchor.needle for anchor in anchors), *keep])
+            self.kept = NeedleFinder(kept_needles(anchors, keep))
         self.keep = max((anchor.before for anchor in anchors), default=0)
         self.owed = 0
         self.held = b""
@@ -163,6 +170,11 @@ class _ChunkScan:
                 ranges.append((first, last))
         self.owed = owed
         return ranges
+
+
+def kept_needles(anchors: Sequence[Anchor], keep: Sequence[bytes] | None) -> tuple[bytes, ...]:
+    """The needles of the lines `iter_candidate_batches` keeps: every anchor's and `keep`."""
+    return tuple(dict.fromkeys([*(anchor.needle for anchor in anchors), *(keep or ())]))
 
 
 def count_newlines(chunk: Chunk) -> int:

@@ -39,14 +39,9 @@ class Lines(Struct, frozen=True, tag=True):
 
 
 class End(Struct, frozen=True, tag=True):
-    """The whole log was read: its line breaks, and whether its last line had none."""
+    """The whole log was read: its lines (`file_chunks.LineCounter.lines`)."""
 
-    newlines: int
-    unterminated: bool
-
-    @property
-    def lines(self) -> int:
-        return self.newlines + (1 if self.unterminated else 0)
+    lines: int
 
 
 class Failed(Struct, frozen=True, tag=True):

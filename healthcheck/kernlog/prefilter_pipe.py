@@ -188,23 +188,24 @@ class PrefilterWorker:
 
     def close(self) -> None:
         """Kill the worker (a no-op once it has ended) and reap it."""
-        import subprocess
-
-        proc = self._proc
-        if proc.returncode is None:
-            proc.kill()
-            try:
-                proc.wait(timeout=_REAP_S)
-            except subprocess.TimeoutExpired:  # stuck in the kernel: the run's end reaps it
-                pass
-        if proc.stdout is not None:
-            proc.stdout.close()
+        if self._proc.returncode is None:
+            self._proc.kill()
+            self._reap()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
     def _ended(self) -> str:
+        code = self._reap()
+        if code is None:
+            return "its output ended before the end of the log"
+        return f"it ended (exit {code}) before the end of the log"
+
+    def _reap(self) -> int | None:
+        """Its exit status, waited for a short while (None: still there, stuck in the kernel;
+        the run's end reaps it)."""
         import subprocess
 
         try:
-            code = self._proc.wait(timeout=_REAP_S)
+            return self._proc.wait(timeout=_REAP_S)
         except subprocess.TimeoutExpired:
-            return "its output ended before the end of the log"
-        return f"it ended (exit {code}) before the end of the log"
+            return None

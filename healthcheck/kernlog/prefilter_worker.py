@@ -31,22 +31,22 @@ def serve(request: Request, out_fd: int) -> int:
     writer = FrameWriter(out_fd)
     counter = LineCounter()
     try:
-        try:
-            with FileIO(request.fd, "rb", closefd=True) as handle:
-                for batch in iter_candidate_batches(
-                    counter.count(read_chunks(handle, size=request.chunk_bytes)),
-                    request.anchors,
-                    head_lines=request.head_lines,
-                    keep=request.keep,
-                ):
-                    if batch:
-                        writer.write(Lines(batch))
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            writer.write(Failed(f"reading the log: {exc}"))
-            return 1
-        writer.write(End(counter.newlines, counter.unterminated))
+        with FileIO(request.fd, "rb", closefd=True) as handle:
+            for batch in iter_candidate_batches(
+                counter.count(read_chunks(handle, size=request.chunk_bytes)),
+                request.anchors,
+                head_lines=request.head_lines,
+                keep=request.keep,
+            ):
+                if batch:
+                    writer.write(Lines(batch))
+        writer.write(End(counter.lines))
     except BrokenPipeError:  # the scan stopped reading: nothing more to do
         return 0
+    except OSError as exc:
+        try:
+            writer.write(Failed(f"reading the log: {exc}"))
+        except BrokenPipeError:
+            return 0
+        return 1
     return 0

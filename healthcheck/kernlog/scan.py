@@ -24,7 +24,7 @@ from msgspec import Struct
 from ..contract.declarations import KernelLogInterest, LineHandler, resolve
 from ..sources.scope import work_deadline
 from .anchor import Anchor
-from .chunks import iter_candidate_batches
+from .chunks import iter_candidate_batches, kept_needles
 from .file_chunks import CHUNK_BYTES, LineCounter, read_chunks
 from .lines import PlainLines, iter_kernel_lines, plain_stamp
 from .prefilter_pipe import WORKER_MIN_BYTES, PrefilterWorker, WorkerUnavailable, worth_a_worker
@@ -78,10 +78,6 @@ class _Handlers:
         self.anchors: tuple[Anchor, ...] = tuple(a for i in interests.values() for a in i.anchors)
         self.head_lines = max((i.head_lines for i in interests.values()), default=0)
         self.needles = _wanted_needles(interests.values())
-        # the needles of the lines the pre-filter keeps (`iter_candidate_batches`)
-        self.kept_needles = tuple(
-            dict.fromkeys([*(anchor.needle for anchor in self.anchors), *(self.needles or ())])
-        )
         tests = [_test_of(i) for i in interests.values()]
         routes = [_Route(t, h) for t, h in zip(tests, self.handlers, strict=True)]
         self.own = [r for r in routes if r.feed_text is not None]
@@ -274,7 +270,7 @@ def scan_file(
     deadline = work_deadline()
     with path.open("rb", buffering=0) as handle:
         handlers = _Handlers(interests)
-        if worth_a_worker(handle, handlers.kept_needles, worker_from):
+        if worth_a_worker(handle, kept_needles(handlers.anchors, handlers.needles), worker_from):
             try:
                 return _scan_in_worker(handle, handlers, deadline, chunk_bytes)
             except WorkerUnavailable:

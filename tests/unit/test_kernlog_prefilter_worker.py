@@ -20,7 +20,7 @@ import sitscheck.kernlog.prefilter_pipe as pipe
 import sitscheck.kernlog.scan as scan
 from sitscheck.contract import Anchor, KernelLogInterest
 from sitscheck.contract.registry import discover
-from sitscheck.kernlog.chunks import iter_candidate_lines
+from sitscheck.kernlog.chunks import iter_candidate_lines, kept_needles
 from sitscheck.kernlog.file_chunks import LineCounter, ReadPastDeadline, read_chunks
 from sitscheck.kernlog.prefilter_frames import (
     End,
@@ -323,7 +323,8 @@ def test_a_worker_is_started_for_a_large_log_with_many_kept_lines_alone(
     lines: list[str], worth: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = _big(tmp_path, lines, 3 * pipe.WORKER_MIN_BYTES)
-    needles = scan._Handlers(_interests(plugins=False)).kept_needles
+    handlers = scan._Handlers(_interests(plugins=False))
+    needles = kept_needles(handlers.anchors, handlers.needles)
     monkeypatch.setattr(pipe, "_cpus", lambda: 16)
     with path.open("rb", buffering=0) as handle:
         assert pipe.worth_a_worker(handle, needles) is worth
@@ -356,7 +357,8 @@ def test_the_density_count_is_the_pre_filters_line_hits(
     automaton: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(needles_module, "AUTOMATON", automaton and needles_module.AUTOMATON)
-    needles = scan._Handlers(_interests(plugins=True)).kept_needles
+    handlers = scan._Handlers(_interests(plugins=True))
+    needles = kept_needles(handlers.anchors, handlers.needles)
     samples = [LOGS["storm"][:200_000], LOGS["sparse"][-150_000:], LOGS["bad_utf8"], b""]
     finder = needles_module.NeedleFinder(needles)
     expected = sum(len(finder.line_hits(sample, 0, len(sample))) for sample in samples)
