@@ -198,16 +198,26 @@ def _run(
     outputs: list[str],
     otlp: str | None,
 ) -> int:
-    import os
-
     from .app import RunRequest
-    from .export.settings import resolve_settings
     from .reporters.outputs import parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
-    otlp_settings = resolve_settings(config.otlp, otlp, os.environ)  # bad settings fail early
+    otlp_settings = _otlp_settings(config, otlp)
     return _run_once(config, RunRequest(config, bundle), specs, otlp_settings)
+
+
+def _otlp_settings(config: Any, otlp: str | None) -> Any:
+    """The export settings; a malformed OTEL_* variable or `otlp:` key is one warning line
+    (here, once) and is ignored; only a malformed `--otlp` fails, before anything runs."""
+    import os
+
+    from .export.settings import resolve_settings
+
+    settings = resolve_settings(config.otlp, otlp, os.environ)
+    for warning in settings.warnings:
+        typer.echo(f"sitscheck: warning: {warning}", err=True)
+    return settings
 
 
 def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
@@ -310,16 +320,13 @@ def daemon(
     """Long-running mode: a daemon run every --interval (systemd Type=notify, watchdog)."""
 
     def body() -> int:
-        import os
-
         from .app import RunRequest
         from .daemon.loop import serve
-        from .export.settings import resolve_settings
         from .reporters.outputs import parse_outputs
 
         settings = _config({"state_dir": state_dir, "sys_root": sys_root, "daemon": True}, config)
         specs = parse_outputs(output or ["prom=/var/lib/node_exporter/textfile_collector"])
-        otlp_settings = resolve_settings(settings.otlp, otlp, os.environ)
+        otlp_settings = _otlp_settings(settings, otlp)
         request = RunRequest(settings)
 
         def run_once() -> Any:
