@@ -13,7 +13,7 @@ class DriverCheck(LazyCheck):
     layer = Layer.DRIVER
     needs_gpu = True
     metrics: tuple[MetricSpec, ...] = (
-        MetricSpec("sitscheck.gpu.count", "{gpu}", "GPUs the driver lists"),
+        MetricSpec("sitscheck.gpu.number", "{gpu}", "GPUs the driver lists"),
     )
     codes = "sitscheck.checks.driver.codes:CODES"
     facts = "sitscheck.checks.driver.facts:Facts"

@@ -49,7 +49,7 @@ class DriverImpl:
         facts["disagreements"] = [d.message() for d in fleet.disagreements]
         return CheckOutput(
             findings=findings,
-            metrics=[Metric(name="sitscheck.gpu.count", value=len(inventory.gpus), unit="{gpu}")],
+            metrics=[Metric(name="sitscheck.gpu.number", value=len(inventory.gpus), unit="{gpu}")],
             facts=facts,
             not_judged=group_notes([*fleet.problems, *unjudged(inventory, expect)]),
         )

@@ -47,7 +47,7 @@ def problems(expression: str, scope: str = "gpu") -> list[str]:
         "size(checks.topology.facts.per_gpu.filter(g, g.index == gpu.index)) == 1",
         "gpu.topology.in_matrix && type(gpu.topology.min_nvlink) == int",
         "checks.driver.status == 'ok' && 'driver.gpu_lost' in checks.driver.findings",
-        "checks.driver.metrics['sitscheck.gpu.count'] >= 1.0",
+        "checks.driver.metrics['sitscheck.gpu.number'] >= 1.0",
         "findings.exists(f, f.code == 'xid.79' && f.gpu == gpu.index && f.check == 'xid')",
         "has(profile.nvlink) && gpu.nvlink.links_reported < int(profile.nvlink.links)",
         "params.busy_util_pct > 0 && node.gpu_count > 0",
