@@ -30,6 +30,7 @@ class Gpu(Struct, frozen=True):
     model: str | None
     vbios: str | None
     state: str | None = None  # the driver's word for it: ok, or why not
+    pci_device_id: str | None = None  # "233510de": device and vendor id
 
     @property
     def hw_id(self) -> str:
@@ -59,6 +60,7 @@ class Inventory(Struct):
                     model=_str(raw.get("name")),
                     vbios=_str(raw.get("vbios")),
                     state=_str(raw.get("state")),
+                    pci_device_id=_str(raw.get("pci_device_id")),
                 )
             )
         return cls(gpus, _str(facts.get("driver_version")))

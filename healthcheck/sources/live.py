@@ -19,7 +19,7 @@ from msgspec import Struct, field
 from .. import __version__
 from ..contract.declarations import CommandSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
-from .base import Artifact, DriverProbe, KernelLogStream, Memo
+from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
@@ -209,6 +209,9 @@ class LiveSources(Memo):
             "sitscheck_version": __version__,
             "nvidia_driver": {"state": self.driver().state, "detail": self.driver().detail},
         }
+
+    def last_known(self) -> LastKnown | None:
+        return None  # a daemon run's sources carry its state's (`daemon.follow`)
 
     def close(self) -> None:
         if self._load is not None:
