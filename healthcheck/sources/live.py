@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +22,7 @@ from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
+from .hostname import node_name
 from .kernel_log import open_live_kernel_log
 from .nvml import Nvml, NvmlUnavailable
 from .scope import waiting_on
@@ -202,7 +202,7 @@ class LiveSources(Memo):
 
     def meta(self) -> dict[str, Any]:
         return {
-            "host": socket.gethostname(),
+            "host": node_name(),
             "kernel": platform.release(),
             "boot_id": _first_line("/proc/sys/kernel/random/boot_id"),
             "uptime_s": _uptime(),
