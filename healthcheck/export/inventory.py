@@ -189,7 +189,8 @@ def gpu_health(report: Report, inventory: Inventory) -> dict[str, GpuHealth]:
 def with_gpu_uuids(report: Report) -> Report:
     """The report with each finding's, verdict's and cleared item's GPU device carrying the
     GPU's UUID from the driver's inventory (matched by bus id, else index); the report itself
-    is not changed. A device the inventory does not know (a port, a lost GPU) is left as it is.
+    is not changed. A device the inventory does not know (a port), or a GPU whose UUID no
+    source knew (lost before any run named it), is left as it is.
     """
     inventory = Inventory.of(report)
     if not inventory.gpus:

@@ -13,8 +13,8 @@ outputs no longer name (lost, fallen off the bus).
 
 Only a value no source of this run has is filled, and the record's `sources` names where it
 came from. An earlier identity that contradicts this run's (another UUID, model or device id
-at that bus: the GPU was replaced) is not used, and the fleet says so: a GPU's identity is
-never a merge of two GPUs.
+at that bus: the GPU was replaced) is not used, and the fleet says so (`identity_notes`, which
+the driver check reports): a GPU's identity is never a merge of two GPUs.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def resolve(sources: Sources, fleet: GpuFleet) -> GpuFleet:
     known = sources.last_known()
     if known is not None and known.gpus:
         gpus = [_from_last_known(view, known, notes) for view in gpus]
-    return structs.replace(fleet, gpus=tuple(gpus), problems=(*fleet.problems, *notes))
+    return structs.replace(fleet, gpus=tuple(gpus), identity_notes=tuple(notes))
 
 
 def filled(view: GpuView, values: Mapping[str, Any], source: str, ref: str) -> GpuView:
