@@ -10,12 +10,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from msgspec import Struct
 
-from ..models import KnownGpu
 from .files import FileTree
+
+if TYPE_CHECKING:  # the report model (pydantic) loads after a live run's window opens
+    from ..models import KnownGpu
 
 T = TypeVar("T")
 
