@@ -46,7 +46,7 @@ def resolve(sources: Sources, fleet: GpuFleet) -> GpuFleet:
     return structs.replace(fleet, gpus=tuple(gpus), identity_notes=tuple(notes))
 
 
-def filled(view: GpuView, values: Mapping[str, Any], source: str, ref: str) -> GpuView:
+def _filled(view: GpuView, values: Mapping[str, Any], source: str, ref: str) -> GpuView:
     """`view` with `values` set, each named as coming from `source` (read at `ref`)."""
     data: dict[str, Any] = {**view.data, **values}
     data["sources"] = {**view.sources, **{key: source for key in values}}
@@ -65,7 +65,7 @@ def _bus_from_sysfs(sources: Sources, fleet: GpuFleet) -> list[GpuView]:
         return gpus  # sysfs does not show the same GPUs: which one it is cannot be told
     (at,), (bus,) = nameless, free
     folder = device_path(sources.sysfs, bus) or f"bus/pci/devices/{bus}"
-    gpus[at] = filled(gpus[at], {"pci_bus_id": bus}, SYSFS, f"{sources.sysfs.root}/{folder}")
+    gpus[at] = _filled(gpus[at], {"pci_bus_id": bus}, SYSFS, f"{sources.sysfs.root}/{folder}")
     return gpus
 
 
@@ -82,7 +82,7 @@ def _with_sysfs_id(sources: Sources, view: GpuView) -> GpuView:
     pci_id = f"{_hex4(device)}{_hex4(vendor)}"
     if len(pci_id) != 8:
         return view
-    return filled(view, {"pci_device_id": pci_id}, SYSFS, f"{sources.sysfs.root}/{folder}/device")
+    return _filled(view, {"pci_device_id": pci_id}, SYSFS, f"{sources.sysfs.root}/{folder}/device")
 
 
 def _hex4(text: str) -> str:
@@ -114,7 +114,7 @@ def _from_last_known(view: GpuView, known: LastKnown, notes: list[str]) -> GpuVi
         return view
     values = {key: getattr(then, key) for key in REMEMBERED if key in missing}
     values = {key: value for key, value in values.items() if value}
-    return filled(view, values, LAST_KNOWN, known.ref) if values else view
+    return _filled(view, values, LAST_KNOWN, known.ref) if values else view
 
 
 def _matches(view: GpuView, known: Sequence[KnownGpu]) -> list[KnownGpu]:

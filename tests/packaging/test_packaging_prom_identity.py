@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sitscheck.cli import app
+from sitscheck.export.inventory import Inventory
 from sitscheck.gpu.resolve import resolve
 from sitscheck.gpu.view import GpuFleet, GpuView
+from sitscheck.models import Device, Report
 from sitscheck.sources.hostname import node_name
 from sitscheck.sources.replay import ReplaySources
 from typer.testing import CliRunner
@@ -106,6 +108,10 @@ def test_the_lost_gpu_keeps_the_labels_it_had_while_it_answered(tmp_path: Path) 
     assert gpu["sources"]["uuid"] == "last known inventory"  # said where it came from
     lost_finding = finding(report, "driver.gpu_lost")
     assert lost_finding["device"]["uuid"] == GPU1["UUID"]
+    # OTLP: the GPU's hw.id (its health series and every event about it) is its UUID too
+    inventory = Inventory.of(Report.model_validate(report))
+    device = Device.model_validate(lost_finding["device"])
+    assert inventory.device_attrs(device)["hw.id"] == GPU1["UUID"]
 
 
 def test_every_gpu_series_has_one_label_set_across_healthy_and_lost_runs(tmp_path: Path) -> None:
