@@ -298,5 +298,7 @@ def _gpu_count(results: list[CheckResult]) -> int | None:
 
 
 def _bundle_host(meta: dict[str, object]) -> str:
+    from .models import NO_HOST
+
     host = meta.get("host")
-    return host if isinstance(host, str) and host else "unknown (no host in the bundle's meta.json)"
+    return host if isinstance(host, str) and host else NO_HOST

@@ -51,5 +51,7 @@ class DriverImpl:
             findings=findings,
             metrics=[Metric(name="sitscheck.gpu.number", value=len(inventory.gpus), unit="{gpu}")],
             facts=facts,
-            not_judged=group_notes([*fleet.problems, *unjudged(inventory, expect)]),
+            not_judged=group_notes(
+                [*fleet.problems, *fleet.identity_notes, *unjudged(inventory, expect)]
+            ),
         )

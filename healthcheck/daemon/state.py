@@ -2,7 +2,8 @@
 
 `/var/lib/sitscheck/state.json` (or `--state-dir`) holds what the next run compares against:
 the kernel-log cursor, the last value of each cumulative counter, the findings and fired
-verdicts of the last run (with when each was first seen), and the last run's outcome.
+verdicts of the last run (with when each was first seen), the last run's outcome, and the
+identity of each GPU the runs have known (`known`: a lost GPU keeps its UUID and model).
 
 - Writes are atomic: a temporary file in the same folder, fsync'd, renamed over the old one,
   then the folder fsync'd. A run killed at any point leaves the old state or the new one;
@@ -32,7 +33,7 @@ from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SitscheckError
-from ..models import Device, Status
+from ..models import Device, KnownGpu, Status
 from ..reporters.files import write_atomic
 from .cursor import KernelCursor
 
@@ -106,6 +107,9 @@ class DaemonState(BaseModel):
     items: list[TrackedItem] = Field(default_factory=list)
     counters: list[CounterValue] = Field(default_factory=list)
     last_run: LastRun | None = None
+    gpus: list[KnownGpu] = Field(
+        default_factory=list, description="the GPUs' identities as the runs knew them (`known`)"
+    )
 
 
 class LoadedState(Struct):

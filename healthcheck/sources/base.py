@@ -10,11 +10,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from msgspec import Struct
 
 from .files import FileTree
+
+if TYPE_CHECKING:  # the report model (pydantic) loads after a live run's window opens
+    from ..models import KnownGpu
 
 T = TypeVar("T")
 
@@ -54,6 +57,13 @@ class DriverProbe(Struct, frozen=True):
     detail: str
 
 
+class LastKnown(Struct, frozen=True):
+    """The GPUs an earlier run on this node knew (the daemon's state), and where that is kept."""
+
+    ref: str
+    gpus: tuple[KnownGpu, ...] = ()
+
+
 class Sources(Protocol):
     @property
     def mode(self) -> str: ...
@@ -85,6 +95,10 @@ class Sources(Protocol):
         ...
 
     def meta(self) -> dict[str, Any]: ...
+
+    def last_known(self) -> LastKnown | None:
+        """The GPUs an earlier run on this node knew (a daemon run's state); None otherwise."""
+        ...
 
     def memo(self, key: str, factory: Callable[[], T]) -> T:
         """Evidence derived once per run and shared by checks (e.g. one kernel-log scan)."""

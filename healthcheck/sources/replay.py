@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts as names
-from .base import Artifact, DriverProbe, KernelLogStream, Memo
+from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .bundle import Unpacked, skipped_reason, unpacked_bundle
 from .files import FileTree, bounded_lines, load_json, open_regular
 
@@ -143,6 +143,9 @@ class ReplaySources(Memo):
 
     def meta(self) -> dict[str, Any]:
         return self._read_meta()[0]
+
+    def last_known(self) -> LastKnown | None:
+        return None  # a bundle is judged by what it holds; a daemon run's sources add it
 
     def _read_meta(self) -> tuple[dict[str, Any], str | None]:
         """meta.json's content ({} when absent or unusable) and what was wrong with it."""
