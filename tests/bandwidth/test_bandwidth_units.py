@@ -7,7 +7,6 @@ import copy
 import ctypes.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from sitscheck.contract.evidence import gather
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.probes.bandwidth.cuda import format_uuid
 from sitscheck.probes.bandwidth.probe import is_record, run_probe
+from sitscheck.sources.bundle_writer import open_bundle_writer
 from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
@@ -168,15 +168,15 @@ def test_a_live_run_without_the_flag_neither_measures_nor_judges(tmp_path: Path)
 def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     tmp_path: Path,
 ) -> None:
-    artifact = run_probe(CommandRunner(path=str(Path(sys.executable).parent)), 5.0)
+    artifact = run_probe(5.0)
     assert artifact.text is not None and is_record(artifact.text)
     assert "libcuda" in " ".join(json.loads(artifact.text)["errors"])
     sources = _live(tmp_path, 5.0)
-    sources.runner = CommandRunner(path=str(Path(sys.executable).parent))
     bundle = tmp_path / "bundle"
-    summary = collect_bundle(sources, bundle, gather([BandwidthCheck()]))
+    with open_bundle_writer(bundle) as out:
+        summary = collect_bundle(sources, out, gather([BandwidthCheck()]))
     sources.close()
-    assert str(bundle / BANDWIDTH_JSON) in summary["written"]
+    assert BANDWIDTH_JSON in summary["written"]
     # the recorded H200 with this failed probe's record in place of its own
     node = tmp_path / "node"
     shutil.copytree(RECORDED, node)
