@@ -22,7 +22,6 @@ MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "m
 
 class CelpyEngine:
     name = "celpy"
-    build: str | None = None  # its programs are Python objects: none is kept between runs
 
     def __init__(self) -> None:
         import celpy
@@ -34,12 +33,6 @@ class CelpyEngine:
         self._parse_error = CELParseError
         self._eval_error = CELEvalError
         self._json_to_cel = json_to_cel
-
-    def serialize(self, program: Any) -> bytes:
-        raise NotImplementedError("celpy's programs are not kept (`build` is None)")
-
-    def deserialize(self, data: bytes) -> Any:
-        raise NotImplementedError("celpy's programs are not kept (`build` is None)")
 
     def compile(self, text: str) -> tuple[Any, Shape]:
         """(program, the comprehensions of its parse tree); CompileFailure with the line."""

@@ -15,7 +15,6 @@ rules read.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,11 +35,6 @@ class GoogleEngine:
         self._cel = cel
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
         self._error_type = cel.Type.ERROR
-        # this build of the runtime: its programs are read back only by the same build
-        built = os.stat(cel.__file__)
-        self.build: str | None = (
-            f"{self.name} {built.st_size} {built.st_mtime_ns} {','.join(VARIABLES)}"
-        )
 
     def compile(self, text: str) -> tuple[Any, Shape]:
         """(program, the shape of its syntax tree); CompileFailure with the line."""
@@ -50,18 +44,6 @@ class GoogleEngine:
             message, offset = _parse_message(str(exc))
             raise CompileFailure(message, offset) from exc
         return program, shape(program.serialize())
-
-    def serialize(self, program: Any) -> bytes:
-        """The program as the runtime writes it (read back by `deserialize`)."""
-        data: bytes = program.serialize()
-        return data
-
-    def deserialize(self, data: bytes) -> Any:
-        """A program `serialize` wrote; ValueError where it does not read back."""
-        try:
-            return self._env.deserialize(data)
-        except RuntimeError as exc:  # the runtime's status, as a plain error
-            raise ValueError(str(exc)) from exc
 
     # A scope's values are converted when first read and kept for its other expressions, a
     # whole variable at a time: a GPU's scope cannot share the node's converted values, so
