@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from ..errors import RuleError
 from .errors import CompileFailure
 from .model import CompiledExpr, Shape
+from .syntax import Node
 
 MAX_EXPR_CHARS = 2000
 # Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
@@ -30,6 +31,8 @@ class Engine(Protocol):
     name: str
 
     def compile(self, text: str) -> tuple[Any, Shape]: ...
+
+    def syntax(self, text: str) -> Node: ...
 
     shares_scopes: bool
 
@@ -88,6 +91,10 @@ class CelEnvironment:
                 line,
             )
         return CompiledExpr(text, program, shape)
+
+    def syntax(self, text: str) -> Node:
+        """The syntax of an expression that compiles (`syntax.py`), for `rules validate`."""
+        return self._engine.syntax(text)
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))
