@@ -41,8 +41,10 @@ class RunRequest(Struct, frozen=True):
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
-    """Site rule files live in /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart
-    from config.yaml; then each --rules directory or file."""
+    """The rule folders and files beside the shipped ones, for every command that reads rules
+    (`run`, `daemon`, `rules list`, `explain`): site rule files live in
+    /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart from config.yaml; then each
+    of the config's `rules_dirs` (`--rules` in its place)."""
     site = SITE_DIR / "rules.d"
     for location in config.rules_dirs:
         if not location.exists():
