@@ -29,7 +29,6 @@ from .sources.scope import Scope, entered
 if TYPE_CHECKING:
     from .engine.cel import CelEnvironment
     from .engine.model import Profile, RuleSet
-    from .engine.yaml_lines import KeptTrees
     from .models import CheckResult, Report, Verdict
     from .sources.live import LiveOptions, LiveSources
 
@@ -42,8 +41,10 @@ class RunRequest(Struct, frozen=True):
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
-    """Site rule files live in /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart
-    from config.yaml; then each --rules directory or file."""
+    """The rule folders and files beside the shipped ones, for every command that reads rules
+    (`run`, `daemon`, `rules list`, `explain`): site rule files live in
+    /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart from config.yaml; then each
+    of the config's `rules_dirs` (`--rules` in its place)."""
     site = SITE_DIR / "rules.d"
     for location in config.rules_dirs:
         if not location.exists():
@@ -144,18 +145,13 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     deadline = started + config.run_timeout_s  # rules past it are UNKNOWN, the report written
 
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
-        from .engine.cache_file import default_folder
         from .engine.cel import CelEnvironment
         from .engine.loader import load_profiles, rule_files, shipped_rules_dirs
-        from .engine.tree_cache import TreeCache
 
-        kept = default_folder()  # the last run's parsed files and programs, read back
-        env, trees = CelEnvironment(keep_in=kept), TreeCache(kept)
+        env = CelEnvironment()
         shipped = shipped_rules_dirs()  # the plugins' rule packages, looked up once
-        rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped, trees)
-        profiles = load_profiles(dirs, shipped, trees)
-        env.save_programs()
-        trees.save()
+        rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped)
+        profiles = load_profiles(dirs, shipped)
         return env, rules, profiles
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling
@@ -209,13 +205,12 @@ def load_rules(
     env: CelEnvironment,
     deadline: float | None,
     shipped: list[Path],
-    trees: KeptTrees | None = None,
 ) -> RuleSet:
     """`engine.loader.load_rules` (imported when a run compiles its rules); `shipped`: the
-    shipped rule folders (`loader.shipped_rules_dirs`); `trees`: the parsed files kept."""
+    shipped rule folders (`loader.shipped_rules_dirs`)."""
     from .engine.loader import load_rules as load
 
-    return load(files, env, deadline, shipped=shipped, trees=trees)
+    return load(files, env, deadline, shipped=shipped)
 
 
 def evaluate_rules(

@@ -433,19 +433,21 @@ def rules_validate(
 @rules_app.command("list", cls=_Command)
 def rules_list(
     rules: RulesOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
-    """List every rule with its scope, severity and source, then every hardware profile with
-    its file and what it matches."""
+    """List every rule a run reads (shipped, the site folder's, --rules) with its scope,
+    severity, layer, file:line and source, then every hardware profile with its file and
+    what it matches."""
 
     def body() -> int:
         from .engine.loader import load_profiles, load_rules, rule_files
 
-        dirs = list(rules or [])
+        dirs = _rules_dirs(rules, config)
         ruleset = load_rules(rule_files(dirs))
         for rule in ruleset.rules:
             typer.echo(
                 f"{rule.id:<40} {rule.scope:<4} {rule.severity.value:<8} {rule.layer.value:<8} "
-                f"{rule.source or '-'}"
+                f"{rule.file}:{rule.line}  {rule.source or '-'}"
             )
         profiles = load_profiles(dirs)
         if profiles:
@@ -464,19 +466,27 @@ def rules_list(
 
 
 @app.command(cls=_Command)
-def explain(code: str, rules: RulesOpt = None) -> None:
-    """Print what a rule id, xid.N / sxid.N or finding code means, its evidence and action."""
+def explain(code: str, rules: RulesOpt = None, config: ConfigOpt = None) -> None:
+    """Print what a rule id (a site's too), xid.N / sxid.N or finding code means, its evidence
+    and action."""
 
     def body() -> int:
         from .contract.registry import discover
         from .engine.loader import load_rules, rule_files
         from .report.explain import explain_text
 
-        ruleset = load_rules(rule_files(list(rules or [])))
+        ruleset = load_rules(rule_files(_rules_dirs(rules, config)))
         typer.echo(explain_text(code, ruleset, discover()), nl=False)
         return 0
 
     raise typer.Exit(_guarded(body))
+
+
+def _rules_dirs(rules: list[Path] | None, config_path: Path | None) -> list[Path]:
+    """The rule folders and files a run with these options reads (`app.rules_dirs`)."""
+    from .app import rules_dirs
+
+    return rules_dirs(_config({"rules_dirs": rules or None}, config_path))
 
 
 @app.command(cls=_Command)

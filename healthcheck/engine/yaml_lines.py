@@ -3,20 +3,18 @@
 Aliases and anchors are refused (no billion-laughs expansion), the file size is capped, and
 only plain scalars, lists and mappings are built: each mapping and list remembers the line
 it starts on and the line of each entry, so a validation error names `file:line`. The
-parsing itself is `yaml_parse` (PyYAML is imported only where a file is parsed: a run whose
-files' trees are kept, `tree_cache`, never imports it).
+parsing itself is `yaml_parse`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import RuleError
 from .lined import LinedDict, LinedList, line_of, value_line_of
 
 __all__ = [
-    "KeptTrees",
     "LinedDict",
     "LinedList",
     "line_of",
@@ -24,14 +22,6 @@ __all__ = [
     "read_capped",
     "value_line_of",
 ]
-
-
-class KeptTrees(Protocol):
-    """The trees of files parsed before, by their bytes (`tree_cache.TreeCache`)."""
-
-    def get(self, raw: bytes) -> tuple[Any] | None: ...
-
-    def put(self, raw: bytes, tree: Any) -> None: ...
 
 
 MAX_YAML_BYTES = 1024 * 1024
@@ -49,18 +39,9 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     return raw
 
 
-def load_yaml(path: Path, trees: KeptTrees | None = None) -> Any:
+def load_yaml(path: Path) -> Any:
     """The document, built in one pass over libyaml's events: checked (`check_events`) and
-    built as they come, each mapping and list with its lines (`yaml_parse`). With `trees`,
-    the tree kept for the file's very bytes where there is one (`tree_cache`)."""
-    raw = read_capped(path)
-    if trees is not None:
-        kept = trees.get(raw)
-        if kept is not None:
-            return kept[0]
+    built as they come, each mapping and list with its lines (`yaml_parse`)."""
     from .yaml_parse import parse_lined
 
-    tree = parse_lined(path, raw.decode("utf-8", errors="replace"))
-    if trees is not None:
-        trees.put(raw, tree)
-    return tree
+    return parse_lined(path, read_capped(path).decode("utf-8", errors="replace"))

@@ -93,6 +93,7 @@ def _rule(rule: Rule, ruleset: RuleSet, checks: Sequence[Any]) -> Explanation:
         ),
         ("scope", "each GPU" if rule.scope == "gpu" else "the node"),
         ("source", (rule.source or "-").strip()),
+        ("file", f"{rule.file}:{rule.line}"),
     ]
     needed, reads = _reads(rule)
     said = {c.name: declaration_of(c).evidence.summary for c in checks if hasattr(c, "collect")}
