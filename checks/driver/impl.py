@@ -11,7 +11,7 @@ from sitscheck.gpu.notes import group_notes
 from sitscheck.models import Evidence, Finding, Metric, Severity
 from sitscheck.sources import artifacts as names
 from sitscheck.sources.base import Sources
-from sitscheck.sources.pci import nvidia_gpus
+from sitscheck.sources.pci import PASSTHROUGH_DRIVERS, gpu_drivers
 
 from .inventory import from_fleet
 from .judge import action_of, count_mismatch, judge, sources_disagree, unjudged
@@ -29,8 +29,13 @@ class DriverImpl:
         driver = sources.driver()
         if driver.state == "present" or config.expect_gpus:
             return None
-        if driver.state != "unknown" and nvidia_gpus(sources.sysfs):
+        if driver.state == "unknown":
+            return driver.detail
+        bus, given = _on_bus(sources)
+        if bus:
             return None
+        if given:  # a passthrough node: its GPUs belong to its virtual machines
+            return f"{driver.detail}; the NVIDIA GPUs are bound to another driver: {given}"
         return driver.detail
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
@@ -57,7 +62,7 @@ def _unserved(ctx: CheckContext, failure: str) -> CheckOutput:
     """No source lists a GPU: critical where the sources' words or the driver probe say why no
     working driver serves the GPUs; UNKNOWN with the reason where they do not."""
     driver = ctx.sources.driver()
-    bus = nvidia_gpus(ctx.sources.sysfs)
+    bus, _ = _on_bus(ctx.sources)
     facts = {"gpu_count": 0, "gpus": [], "source": None, "gpus_on_bus": bus}
     named = named_failure(_said(ctx))
     if named is not None and (bus or driver.state == "present"):
@@ -72,6 +77,14 @@ def _unserved(ctx: CheckContext, failure: str) -> CheckOutput:
     if driver.state != "present":  # what found no module comes first
         said = [Said("driver probe", ctx.sources.mode, driver.detail), *said]
     return CheckOutput(findings=[unserved(code, bus, said)], facts=facts)
+
+
+def _on_bus(sources: Sources) -> tuple[list[str], str]:
+    """The NVIDIA GPUs on the PCI bus for NVIDIA's driver to serve, and those bound on purpose
+    to another (vfio-pci, pci-stub), in words."""
+    drivers = gpu_drivers(sources)
+    given = ", ".join(f"{b} ({d})" for b, d in drivers.items() if d in PASSTHROUGH_DRIVERS)
+    return [b for b, d in drivers.items() if d not in PASSTHROUGH_DRIVERS], given
 
 
 def _said(ctx: CheckContext) -> list[Said]:

@@ -29,6 +29,7 @@ from ..probes.bandwidth import BANDWIDTH_JSON
 from . import artifacts as names
 from .files import FileTree
 from .live import LiveSources
+from .pci import GPU_DRIVERS, gpu_drivers
 
 
 def collect_bundle(
@@ -72,6 +73,7 @@ def collect_bundle(
         **sources.meta(),
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "missing": summary["missing"],
+        GPU_DRIVERS: gpu_drivers(sources),  # the driver bound to each GPU: sysfs links, not kept
     }
     _write(target / names.META_JSON, json.dumps(meta, indent=2), summary)
     return summary

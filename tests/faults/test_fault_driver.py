@@ -110,6 +110,17 @@ def cpu_node_with_smi(node: NodeSpec) -> None:
     smi_says(node, SMI_NO_DRIVER, 9)
 
 
+def passthrough_node(node: NodeSpec) -> None:
+    """A host whose GPUs are given to virtual machines: bound to vfio-pci, no NVIDIA module."""
+    no_module(node)
+    sys_root = Path(node.sys_root)
+    (sys_root / "bus" / "pci" / "drivers" / "vfio-pci").mkdir(parents=True)
+    for bus in BUS_IDS:
+        os.symlink(
+            "../../bus/pci/drivers/vfio-pci", sys_root / "devices" / "pci0000:00" / bus / "driver"
+        )
+
+
 def run(
     node: NodeSpec, fault: Fault, how: str, tmp_path: Path, patch: pytest.MonkeyPatch
 ) -> Report:
@@ -204,13 +215,14 @@ def test_nvidia_smi_missing_while_nvml_serves_the_gpus_is_info_not_critical(
     assert report.status != Status.CRITICAL
 
 
-@pytest.mark.parametrize("fault", [cpu_node, cpu_node_with_smi])
+@pytest.mark.parametrize("fault", [cpu_node, cpu_node_with_smi, passthrough_node])
 @pytest.mark.parametrize("how", HOW)
-def test_a_node_without_an_nvidia_gpu_on_the_bus_skips_the_gpu_checks(
+def test_a_cpu_node_or_a_passthrough_host_skips_the_gpu_checks(
     how: str, fault: Fault, node: NodeSpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A CPU node is no alarm, with or without nvidia-smi in its image (before, one with
-    nvidia-smi was critical: driver.not_loaded)."""
+    nvidia-smi was critical: driver.not_loaded); nor is a host whose GPUs are bound to vfio-pci
+    for its virtual machines."""
     report = run(node, fault, how, tmp_path, monkeypatch)
     for name in GPU_CHECKS:
         assert result(report, name).status == Status.SKIPPED, said(result(report, name))
