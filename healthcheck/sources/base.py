@@ -21,7 +21,10 @@ if TYPE_CHECKING:  # the report model (pydantic) loads after a live run's window
 
 T = TypeVar("T")
 
-DriverState = Literal["present", "absent", "not_loaded"]
+# present: the NVIDIA kernel module is there (its files, or outputs it gave); absent: no module
+# and no nvidia-smi; not_loaded: nvidia-smi but no module; unknown: the evidence neither shows
+# a driver nor says there is none (a bundle without NVIDIA outputs or a recorded word on them)
+DriverState = Literal["present", "absent", "not_loaded", "unknown"]
 
 
 class Artifact(Struct, frozen=True):
@@ -51,7 +54,7 @@ class KernelLogStream(Struct, frozen=True):
 
 
 class DriverProbe(Struct, frozen=True):
-    """Whether the NVIDIA driver is here (present, absent, not loaded), and what says so."""
+    """Whether the NVIDIA driver is here (`DriverState`), and what says so."""
 
     state: DriverState
     detail: str

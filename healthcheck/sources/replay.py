@@ -70,21 +70,30 @@ class ReplaySources(Memo):
         return self._unpacked.unfinished if self._unpacked is not None else None
 
     def driver(self) -> DriverProbe:
+        """What the bundle shows of the driver: its NVIDIA outputs, else what the recording
+        said (meta.json's `nvidia_driver`, and why each NVIDIA output is missing), else
+        `unknown` (nothing shows a driver, nothing says there is none)."""
         evidence = [name for name in _NVIDIA_EVIDENCE if self._files.exists(name)]
         meta, problem = self._read_meta()
         recorded = meta.get("nvidia_driver")
-        claim = recorded.get("state") if isinstance(recorded, dict) else None
+        recorded = recorded if isinstance(recorded, dict) else {}
+        claim, said = recorded.get("state"), str(recorded.get("detail", ""))
         if evidence:
             detail = f"the bundle holds NVIDIA driver evidence ({', '.join(evidence)})"
             if claim in ("absent", "not_loaded"):
-                said = str(recorded.get("detail", "")) if isinstance(recorded, dict) else ""
                 detail += f"; its {names.META_JSON} says the driver is {claim} ({said[:200]}),"
                 detail += " which that evidence contradicts"
             return DriverProbe("present", detail + (f"; {problem}" if problem else ""))
-        if claim in ("absent", "not_loaded") and isinstance(recorded, dict):
-            return DriverProbe(claim, str(recorded.get("detail", ""))[:500])
+        if claim in ("absent", "not_loaded"):
+            return DriverProbe(claim, said[:500])
+        failed = [
+            f"{n}: {r}" for n, r in self._recorded_failures().items() if n in _NVIDIA_EVIDENCE
+        ]
+        if claim == "present" and failed:
+            why = "; ".join(failed)[:1000]
+            return DriverProbe("present", f"when recorded: {said[:200]}, but {why}")
         detail = "the bundle holds no NVIDIA driver evidence"
-        return DriverProbe("absent", detail + (f"; {problem}" if problem else ""))
+        return DriverProbe("unknown", detail + (f"; {problem}" if problem else ""))
 
     def artifact(self, name: str) -> Artifact:
         ref = f"{self._label}/{name}"
@@ -92,12 +101,22 @@ class ReplaySources(Memo):
             skipped = skipped_reason(self._unpacked, name)
             if skipped is not None:  # in the bundle, but left unpacked: a failure to read it
                 return Artifact(name, None, ref, reason=skipped)
+            failed = self._recorded_failures().get(name)
+            if failed is not None:  # it failed when recorded: a failure, as it was live
+                return Artifact(name, None, ref, reason=f"{name} was not recorded: {failed}")
             return Artifact(name, None, ref, reason=f"{name} is not in the bundle", absent=True)
         text, problem = self._files.read(name, limit=_MAX_ARTIFACT + 1)
         if text is None:
             return Artifact(name, None, ref, reason=f"{name} could not be read: {problem}")
         truncated = len(text) > _MAX_ARTIFACT
         return Artifact(name, text[:_MAX_ARTIFACT], ref, truncated=truncated)
+
+    def _recorded_failures(self) -> dict[str, str]:
+        """Why `collect` could not record each missing output, as meta.json's `missing` says."""
+        missing = self._read_meta()[0].get("missing")
+        if not isinstance(missing, dict):
+            return {}
+        return {k: v[:500] for k, v in missing.items() if isinstance(k, str) and isinstance(v, str)}
 
     def kernel_log(self) -> KernelLogStream:
         ref = f"{self._label}/{names.DMESG}"

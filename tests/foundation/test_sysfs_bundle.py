@@ -129,4 +129,4 @@ def test_replay_refuses_evidence_linked_from_outside(tmp_path: Path) -> None:
     snapshot, reason = ReplaySources(bundle).gpu_snapshot()
     assert snapshot is None
     assert reason is not None and "nvml.json" in reason
-    assert ReplaySources(bundle).driver().state == "absent"
+    assert ReplaySources(bundle).driver().state == "unknown"  # the refused link shows nothing

@@ -74,6 +74,7 @@ UNSEEN = {
     },
     "driver": {
         ".disagreements[]": "no recorded node's sources disagree (tests/gpu/test_gpu_fusion.py)",
+        ".gpus_on_bus[]": "only where no driver serves the GPUs (tests/faults/test_fault_driver)",
     },
     "memory_errors": {
         ".gpus[].retired_sbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
