@@ -15,6 +15,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from . import __version__
 from .errors import SitscheckError
+from .printable import printable
 
 EXIT_UNKNOWN = 3
 
@@ -247,7 +248,7 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
         budget = time_left(15.0)  # interrupted: what is left of the grace (the rest is spooled)
         result = export_report(report, otlp_settings, config.state_dir, timeout_s=budget)
         if result.errors:
-            typer.echo(f"sitscheck: {result.summary()}", err=True)
+            _say(f"sitscheck: {result.summary()}")
     if failed is not None:
         raise failed
     return report
@@ -280,7 +281,7 @@ def _with_note(report: Any, note: str) -> Any:
     best (exit 3), since what it should report as new cannot be known."""
     from .models import Status, worst
 
-    typer.echo(f"sitscheck: {note}", err=True)
+    _say(f"sitscheck: {note}")
     status = worst([report.status, Status.UNKNOWN])
     headline = f"{status.value.upper()} — {report.headline} — {note}"
     return report.model_copy(update={"headline": headline, "status": status})
@@ -342,7 +343,7 @@ def _print_checks() -> int:
 
     for found in discover():
         if isinstance(found, BrokenCheck):
-            print(f"{found.name:<15} BROKEN: {found.error}")
+            print(printable(f"{found.name:<15} BROKEN: {found.error}"))
         else:
             gpu = " [gpu]" if found.needs_gpu else ""
             print(f"{found.name:<15} {found.layer.value:<9} {found.summary}{gpu}")
@@ -391,9 +392,9 @@ def collect(
             summary = collect_bundle(sources, directory, declared)
         finally:
             sources.close()
-        typer.echo(f"wrote {len(summary['written'])} files to {directory}")
+        typer.echo(printable(f"wrote {len(summary['written'])} files to {directory}"))
         for name, reason in summary["missing"].items():
-            typer.echo(f"  missing {name}: {reason}")
+            typer.echo(printable(f"  missing {name}: {reason}"))
         return 0
 
     raise typer.Exit(_guarded(body))
@@ -414,7 +415,7 @@ def rules_validate(
 
         outcome = validate(list(files or []))
         for problem in outcome.problems:
-            typer.echo(str(problem), err=True)
+            _say(str(problem))
         if outcome.problems:
             typer.echo(f"sitscheck: {len(outcome.problems)} problem(s)", err=True)
             return EXIT_UNKNOWN
@@ -498,10 +499,10 @@ def _facts_schema(name: str) -> int:
 
     check = select(discover(), [name], [])[0]
     if not hasattr(check, "layer"):
-        typer.echo(f"sitscheck: check {name} failed to load: {check.error}", err=True)
+        _say(f"sitscheck: check {name} failed to load: {check.error}")
         return EXIT_UNKNOWN
     if getattr(check, "facts", None) is None:
-        typer.echo(f"sitscheck: check {name} declares no facts model", err=True)
+        _say(f"sitscheck: check {name} declares no facts model")
         return EXIT_UNKNOWN
     typer.echo(facts_schema_text(check), nl=False)
     return 0
@@ -520,14 +521,20 @@ def _guarded(body: Any) -> int:
         result: int = body()
         return result
     except SitscheckError as exc:
-        typer.echo(f"sitscheck: {exc}", err=True)
+        _say(f"sitscheck: {exc}")
         return EXIT_UNKNOWN
     except KeyboardInterrupt:
-        typer.echo("sitscheck: interrupted", err=True)
+        _say("sitscheck: interrupted")
         return EXIT_UNKNOWN
     except Exception as exc:  # never a traceback and exit 1 (which monitoring reads as WARNING)
-        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"sitscheck: internal error: {type(exc).__name__}: {exc}")
         return EXIT_UNKNOWN
+
+
+def _say(line: str) -> None:
+    """One line on stderr, made printable: errors quote file contents, bundle paths and
+    collectors' answers, which are nobody's to print raw on an operator's terminal."""
+    typer.echo(printable(line), err=True)
 
 
 def main() -> None:
@@ -550,12 +557,12 @@ def _usage_error(exc: Exception) -> int:
     `format_message` (their public interface); anything else is sitscheck's internal error."""
     message = getattr(exc, "format_message", None)
     if not callable(message):
-        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"sitscheck: internal error: {type(exc).__name__}: {exc}")
         return EXIT_UNKNOWN
     context = getattr(exc, "ctx", None)
     where = getattr(context, "command_path", "sitscheck")
     text = " ".join(str(message()).split()) or type(exc).__name__
-    typer.echo(f"{where}: {text} (see {where} --help)", err=True)
+    _say(f"{where}: {text} (see {where} --help)")
     return EXIT_UNKNOWN
 
 

@@ -14,7 +14,9 @@ One label scheme: a series about a GPU carries dcgm-exporter's join labels as it
 DCGM_FI_* series, and the model as `model_name`: dcgm-exporter's `modelName` is the one label
 promtool refuses (camelCase), and a model is no join key (a recording rule can copy it:
 `label_replace(m, "modelName", "$1", "model_name", "(.*)")`). A series about another PCI
-device carries `pci_bus_id`; a label that does not apply is left out, never empty.
+device carries `pci_bus_id`; a label that does not apply is left out, never empty. Label
+values and help texts are made printable (`sitscheck.printable`): a GPU name or a code read
+from a node carries no control or bidi character into the file, a dashboard or a terminal.
 
 Series (all gauges unless said):
 - `sitscheck_run_status{status}` 1 for the run's status, 0 for the others (a state set), and
@@ -51,6 +53,7 @@ from msgspec import Struct, field
 from ..export.inventory import Gpu, Inventory, gpu_health
 from ..export.semconv import COUNTER, otel_point
 from ..models import Device, Report, Severity, Status
+from ..printable import printable
 from .files import write_atomic
 
 PROM_FILE_MODE = 0o644
@@ -428,11 +431,12 @@ def _labels(labels: dict[str, str]) -> str:
 
 
 def _escape_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value as the exposition format writes it (a newline is already shown `\\n`)."""
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return printable(text).replace("\\", "\\\\")
 
 
 def _value(value: float) -> str:

@@ -107,9 +107,13 @@ def test_cumulative_counters_are_counters() -> None:
 
 
 def test_label_values_are_escaped(critical_report: Report) -> None:
-    tricky = critical_report.model_copy(update={"host": 'a"b\\c\nd'})
-    found = samples(render_prom(tricky, False))
-    assert value(found, "sitscheck_info", host='a"b\\c\nd') == 1
+    """Quotes and backslashes round-trip the exposition format; a newline, an escape sequence
+    or a bidi control (text read from a node) is shown escaped, never written raw."""
+    tricky = critical_report.model_copy(update={"host": 'a"b\\c\nd\x1b[2J\u202e'})
+    text = render_prom(tricky, False)
+    assert not any(ch in text for ch in "\x1b\u202e")
+    found = samples(text)
+    assert value(found, "sitscheck_info", host='a"b\\c\\nd\\x1b[2J\\u202e') == 1
 
 
 def test_written_atomically_world_readable_and_named_prom(
