@@ -2,7 +2,8 @@
 
 `--output prom=DIR` writes `DIR/sitscheck.prom` atomically (a temporary file that does not
 end in `.prom`, renamed), so node_exporter never reads half a file. The file must be readable
-by node_exporter's user: write it with `PROM_FILE_MODE` (0644). No sample carries a
+by node_exporter's user (`prometheus`, not root): it is written `PROM_FILE_MODE` (0644), and
+the folders made for it `PROM_FOLDER_MODE` (0755), whatever the umask. No sample carries a
 timestamp (the textfile collector refuses them).
 
 `promtool check metrics` finds nothing to say of the file: base units (`_seconds`, `_hertz`,
@@ -57,6 +58,7 @@ from ..printable import printable
 from .files import write_atomic
 
 PROM_FILE_MODE = 0o644
+PROM_FOLDER_MODE = 0o755
 PROM_FILE = "sitscheck.prom"
 _STATUSES = (Status.OK, Status.WARNING, Status.CRITICAL, Status.UNKNOWN, Status.SKIPPED)
 # unit -> (Prometheus base-unit word, factor to the base unit)
@@ -170,7 +172,8 @@ def write_prom(report: Report, target: str, verbose: bool = False) -> str:
     path = Path(target)
     if path.suffix != ".prom":
         path = path / PROM_FILE
-    write_atomic(path, render_prom(report, verbose), mode=PROM_FILE_MODE)
+    text = render_prom(report, verbose)
+    write_atomic(path, text, mode=PROM_FILE_MODE, folder_mode=PROM_FOLDER_MODE)
     return str(path)
 
 

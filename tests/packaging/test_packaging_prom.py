@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+from sitscheck.cli import app
 from sitscheck.models import Report
 from sitscheck.reporters.prom import PROM_FILE, prom_name, render_prom, write_prom
+from typer.testing import CliRunner
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
@@ -124,6 +126,27 @@ def test_written_atomically_world_readable_and_named_prom(
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert [p.name for p in tmp_path.iterdir()] == [PROM_FILE]
     samples(path.read_text())
+
+
+def test_folders_made_for_the_textfile_let_node_exporter_in_installed_cli(
+    tmp_path: Path, xid_bundle: Path
+) -> None:
+    """`-o prom=/new/dir` as root under a strict umask: node_exporter runs as `prometheus`, so
+    the folders made are 0755 (they were 0750: the textfile was out of its reach) and the
+    file 0644; folders made for other outputs stay private."""
+    textfile = tmp_path / "new" / "textfile_collector"
+    report = tmp_path / "private" / "report.json"
+    args = ["run", "--from", str(xid_bundle), "-o", f"prom={textfile}", "-o", f"json={report}"]
+    previous = os.umask(0o077)
+    try:
+        done = CliRunner().invoke(app, args)
+    finally:
+        os.umask(previous)
+    assert done.exit_code == 2, done.stdout + done.stderr
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in (textfile, textfile.parent)}
+    assert modes == {textfile: 0o755, textfile.parent: 0o755}
+    assert stat.S_IMODE((textfile / PROM_FILE).stat().st_mode) == 0o644
+    assert stat.S_IMODE(report.parent.stat().st_mode) == 0o750
 
 
 def free_port() -> int:
