@@ -11,9 +11,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperGroup
 
 from . import __version__
+from .cli_parts import (
+    Command,
+    at_least_one_second,
+    complete_checks,
+    complete_profiles,
+    existing_folder,
+)
 from .errors import SitscheckError
 from .printable import printable
 
@@ -24,7 +31,7 @@ class _Group(TyperGroup):
     pass
 
 
-class _Command(TyperCommand):
+class _Command(Command):
     pass
 
 
@@ -38,7 +45,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help=(
-        "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown)."
+        "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown;"
+        " with -o npd, NPD's: 0 ok or warning, 1 critical, 2 unknown)."
     ),
 )
 rules_app = typer.Typer(
@@ -49,21 +57,32 @@ rules_app = typer.Typer(
 )
 app.add_typer(rules_app, name="rules")
 
-CheckOpt = Annotated[
-    list[str] | None,
-    typer.Option("--check", metavar="NAME", help="Run only this check (repeatable)."),
-]
-SkipOpt = Annotated[
-    list[str] | None, typer.Option("--skip", metavar="NAME", help="Skip this check (repeatable).")
-]
+
+def _check_names(flag: str, help_text: str) -> Any:
+    """An option naming checks, completed from the installed ones."""
+    return typer.Option(flag, metavar="NAME", help=help_text, autocompletion=complete_checks)
+
+
+CheckOpt = Annotated[list[str] | None, _check_names("--check", "Run only this check (repeatable).")]
+SkipOpt = Annotated[list[str] | None, _check_names("--skip", "Skip this check (repeatable).")]
+OUTPUTS = "table | text | json[=PATH] | junit=PATH | npd | prom=DIR, or a plugin's (repeatable)."
 OutputOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--output",
         "-o",
         metavar="NAME[=PATH]",
-        help="table | text | json[=PATH] | junit=PATH | npd | prom=DIR, or a plugin's "
-        "(repeatable).",
+        help=f"{OUTPUTS} With npd among them the exit code is NPD's for the whole run: 0 ok or "
+        "warning, 1 critical, 2 unknown.",
+    ),
+]
+DaemonOutputOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="NAME[=PATH]",
+        help=f"{OUTPUTS[:-1]}; default prom=/var/lib/node_exporter/textfile_collector.",
     ),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show evidence.")]
@@ -84,7 +103,12 @@ ExpectOpt = Annotated[
 ]
 ProfileOpt = Annotated[
     str | None,
-    typer.Option("--profile", metavar="NAME", help="Hardware profile (default: chosen by GPU)."),
+    typer.Option(
+        "--profile",
+        metavar="NAME",
+        help="Hardware profile (default: chosen by GPU).",
+        autocompletion=complete_profiles,
+    ),
 ]
 RulesOpt = Annotated[
     list[Path] | None,
@@ -108,7 +132,10 @@ BandwidthOpt = Annotated[
     typer.Option("--bandwidth", help="Measure PCIe, HBM and peer bandwidth (part of --load)."),
 ]
 SysRootOpt = Annotated[
-    str | None, typer.Option("--sys-root", metavar="DIR", help="sysfs root (default /sys).")
+    str | None,
+    typer.Option(
+        "--sys-root", metavar="DIR", help="sysfs root (default /sys).", callback=existing_folder
+    ),
 ]
 OtlpOpt = Annotated[
     str | None,
@@ -189,7 +216,20 @@ def run(
     if bundle is not None and not bundle.strip():
         typer.echo("sitscheck run: --from needs a bundle folder or .tar.gz, not ''", err=True)
         raise typer.Exit(EXIT_UNKNOWN)
+    if bundle is not None:
+        _not_read_with_from({"--trt-log": trt_log, "--sys-root": sys_root})
     raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [], otlp)))
+
+
+def _not_read_with_from(given: dict[str, Any]) -> None:
+    """Options that read the live node, given with --from: one warning line each (a replay
+    reads the bundle's own tensorrt/ and sysfs/ folders), never a silent no-op."""
+    for option, value in given.items():
+        if value:
+            _say(
+                f"sitscheck run: warning: {option} is not read with --from (a replay reads the "
+                "bundle's own evidence; record it with `sitscheck collect " + option + "`)"
+            )
 
 
 def _run(
@@ -299,10 +339,14 @@ def daemon(
     interval: Annotated[
         float,
         typer.Option(
-            "--interval", metavar="SECONDS", min=1.0, help="Seconds between runs (at least 1)."
+            "--interval",
+            metavar="SECONDS",
+            help="Seconds between runs (default 300, at least 1).",
+            show_default=False,
+            callback=at_least_one_second,
         ),
     ] = 300.0,
-    output: OutputOpt = None,
+    output: DaemonOutputOpt = None,
     config: ConfigOpt = None,
     state_dir: StateDirOpt = None,
     sys_root: SysRootOpt = None,
@@ -477,7 +521,13 @@ def explain(code: str, rules: RulesOpt = None) -> None:
 @app.command(cls=_Command)
 def schema(
     facts: Annotated[
-        str | None, typer.Option("--facts", help="Print the schema of this check's facts.")
+        str | None,
+        typer.Option(
+            "--facts",
+            metavar="CHECK",
+            help="Print the schema of this check's facts.",
+            autocompletion=complete_checks,
+        ),
     ] = None,
     profile: Annotated[
         bool, typer.Option("--profile", help="Print the schema of hardware profile files.")
