@@ -13,7 +13,8 @@ A character that is not printable (`str.isprintable`: C0 and C1 controls, DEL, f
 characters such as the bidi and zero-width ones, line and paragraph separators, lone
 surrogates from undecodable bytes, unassigned code points) is shown as its Python escape,
 as `repr` shows it: ``\\x1b``, ``\\r``, ``\\u202e``. A tab stays a tab (whitespace, which
-moves no text already printed; tab-aligned tools' output is common evidence).
+moves no text already printed; tab-aligned tools' output is common evidence). A backslash is
+shown as it is: the escapes are for reading; the exact text is the JSON report's.
 """
 
 from __future__ import annotations
