@@ -224,3 +224,12 @@ def test_printable_lines_split_at_newlines_only() -> None:
     assert printable_lines("a\r\nb\n") == ["a", "b"]  # CRLF is a line end
     assert printable_lines("a\rb\x0bc\u2028d") == ["a\\rb\\x0bc\\u2028d"]  # never a line break
     assert printable_text("a\x1b\nb\n") == "a\\x1b\nb\n"
+
+
+def test_every_character_comes_out_printable_or_a_tab() -> None:
+    """The whole Basic Multilingual Plane and the first supplementary ones, surrogates too."""
+    for start in range(0, 0x30000, 0x1000):
+        block = "".join(chr(code) for code in range(start, start + 0x1000))
+        shown = printable(block)
+        assert all(ch.isprintable() or ch == "\t" for ch in shown), hex(start)
+        assert shown.encode("utf-8")  # writable to any UTF-8 terminal or file
