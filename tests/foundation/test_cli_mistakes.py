@@ -35,6 +35,7 @@ def one_line_exit_3(done: subprocess.CompletedProcess[str], *needles: str) -> No
         (["run", "--timeout", "abc"], ["--timeout"]),
         (["explain"], ["code"]),
         (["daemon", "--interval", "0"], ["--interval"]),
+        (["daemon", "--interval", "inf", "-o", "json=r.json", "--state-dir", "s"], ["--interval"]),
         (["run", "--from", ""], ["--from"]),
     ],
 )
