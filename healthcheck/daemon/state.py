@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SitscheckError
 from ..models import Device, KnownGpu, Status
+from ..printable import printable
 from ..reporters.files import write_atomic
 from .cursor import KernelCursor
 
@@ -178,7 +179,7 @@ def _set_aside(path: Path, problem: str, now: datetime | None) -> str:
         ) from exc
     _prune_moved_aside(path)
     note = f"state file {path} {problem}: moved aside to {target.name}; starting from no state"
-    log.warning("%s", note)
+    log.warning("%s", printable(note))
     return note
 
 

@@ -2,7 +2,8 @@
 
 `--output prom=DIR` writes `DIR/sitscheck.prom` atomically (a temporary file that does not
 end in `.prom`, renamed), so node_exporter never reads half a file. The file must be readable
-by node_exporter's user: write it with `PROM_FILE_MODE` (0644). No sample carries a
+by node_exporter's user (`prometheus`, not root): it is written `PROM_FILE_MODE` (0644), and
+the folders made for it `PROM_FOLDER_MODE` (0755), whatever the umask. No sample carries a
 timestamp (the textfile collector refuses them).
 
 `promtool check metrics` finds nothing to say of the file: base units (`_seconds`, `_hertz`,
@@ -20,6 +21,8 @@ had while it answered, from whichever source still knew it (`gpu.resolve`: the G
 sysfs, the daemon's last known inventory), so alerts and silences keyed on `UUID` follow it.
 A series about another PCI device carries `pci_bus_id` and `Hostname`; a label that does not
 apply, or that nothing knew, is left out, never empty.
+Label values and help texts are made printable (`sitscheck.printable`): a GPU name or a code
+read from a node carries no control or bidi character into the file, a dashboard or a terminal.
 
 Series (all gauges unless said):
 - `sitscheck_run_status{status}` 1 for the run's status, 0 for the others (a state set), and
@@ -57,9 +60,11 @@ from msgspec import Struct, field
 from ..export.inventory import Gpu, Inventory, gpu_health
 from ..export.semconv import COUNTER, otel_point
 from ..models import Device, Report, Severity, Status
+from ..printable import printable
 from .files import write_atomic
 
 PROM_FILE_MODE = 0o644
+PROM_FOLDER_MODE = 0o755
 PROM_FILE = "sitscheck.prom"
 _STATUSES = (Status.OK, Status.WARNING, Status.CRITICAL, Status.UNKNOWN, Status.SKIPPED)
 # unit -> (Prometheus base-unit word, factor to the base unit)
@@ -173,7 +178,8 @@ def write_prom(report: Report, target: str, verbose: bool = False) -> str:
     path = Path(target)
     if path.suffix != ".prom":
         path = path / PROM_FILE
-    write_atomic(path, render_prom(report, verbose), mode=PROM_FILE_MODE)
+    text = render_prom(report, verbose)
+    write_atomic(path, text, mode=PROM_FILE_MODE, folder_mode=PROM_FOLDER_MODE)
     return str(path)
 
 
@@ -442,11 +448,12 @@ def _labels(labels: dict[str, str]) -> str:
 
 
 def _escape_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value as the exposition format writes it (a newline is already shown `\\n`)."""
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return printable(text).replace("\\", "\\\\")
 
 
 def _value(value: float) -> str:
