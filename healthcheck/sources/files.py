@@ -115,15 +115,23 @@ def load_json(text: str, not_recorded: Callable[[str], Any] | None = None) -> An
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep; not read") from None
 
 
+def _inside(real: str, folder: str) -> bool:
+    """Whether the real path `real` is the real folder `folder` or below it."""
+    return real == folder or real.startswith(folder.rstrip("/") + "/")
+
+
 @dataclass(frozen=True, slots=True)
 class FileTree:
     """A directory tree addressed by paths relative to its root (`bus/pci/devices/...`).
 
-    `confined` trees (bundles) never follow a path that leaves the root, symlinks included.
+    `confined` trees (bundles) never follow a path that leaves the root, symlinks included;
+    nor, with `within` (the bundle a folder's tree is part of), one whose root itself leads
+    out of that folder (a bundle's `sysfs` that is a link to /sys).
     """
 
     root: Path
     confined: bool = False
+    within: Path | None = None
     # the real path of each folder resolved so far (a bundle's folders do not move during a
     # run): a file's path is then resolved by one lstat of its own name, not one per component
     _real_folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -135,9 +143,10 @@ class FileTree:
         try:
             resolved = self._real(str(candidate))
             root = self._real_folder(str(self.root))
+            bound = root if self.within is None else self._real_folder(str(self.within))
         except (OSError, RuntimeError, ValueError):
             return None
-        inside = resolved == root or resolved.startswith(root.rstrip("/") + "/")
+        inside = _inside(resolved, root) and _inside(root, bound)
         return Path(resolved) if inside else None
 
     def _real(self, path: str) -> str:
