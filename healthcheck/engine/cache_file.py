@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..sources.files import read_at_most
+
 MAX_BYTES = 8 * 1024 * 1024  # a larger file is not read (the shipped rules write ~0.3 MB)
 
 
@@ -46,7 +48,7 @@ def read_json(folder: Path, name: str) -> Any:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or not _private(info) or info.st_size > MAX_BYTES:
                 return None
-            return json.loads(handle.read(MAX_BYTES + 1))
+            return json.loads(read_at_most(handle, MAX_BYTES + 1))
     except (OSError, ValueError):
         return None
 

@@ -12,36 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bundle_cases import CASES, bundle_folder, materialise
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
-
-TESTS = Path(__file__).resolve().parent.parent
-if str(TESTS / "rules") not in sys.path:
-    sys.path.insert(0, str(TESTS / "rules"))
-
-from rule_scenarios import BUNDLES, materialise, names  # noqa: E402
-
-RECORDED = sorted(
-    str(meta.parent.relative_to(BUNDLES))
-    for meta in BUNDLES.rglob("meta.json")
-    if "scenarios" not in meta.relative_to(BUNDLES).parts
-)
-CASES = [*RECORDED, *(f"scenarios/{name}" for name in names())]
-TIMING = ("duration_s", "started_at")
-
-
-def _bundle(case: str, scratch: Path) -> Path:
-    """The bundle's real folder (a scenario is materialised in `scratch`)."""
-    if case.startswith("scenarios/"):
-        return materialise(case.split("/", 1)[1], scratch / "real" / case.split("/", 1)[1])
-    return (BUNDLES / case).resolve()
 
 
 def _report(location: str) -> dict[str, Any]:
@@ -66,7 +45,7 @@ def _tarball(bundle: Path, archive: Path) -> Path:
 def test_a_bundle_named_any_way_gives_the_same_report(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bundle = _bundle(case, tmp_path)
+    bundle = bundle_folder(case, tmp_path)
     expected = _report(str(bundle))
     work = tmp_path / "work" / "deeper"
     work.mkdir(parents=True)
