@@ -21,6 +21,7 @@ from .contract.settings import check_settings
 from .errors import ConfigError
 from .sources.base import Sources
 from .sources.scope import Scope, entered
+from .threads import CannotStart, start_daemon
 
 # The rules engine, the report and the bundle reader are imported where they are used: a
 # live run reaches its sampling window without them (they load inside it). The live sources
@@ -250,21 +251,28 @@ def open_window(sources: Sources, deadline: float | None = None) -> None:
         except Exception:  # the checks that read it meet the same error, as theirs
             pass
 
-    threading.Thread(target=take, daemon=True, name="gpu-snapshot").start()
+    try:
+        start_daemon(take, name="gpu-snapshot")
+    except CannotStart:  # the first GPU check to need the snapshot takes it, on its thread
+        return
     started = getattr(sources, "window_started", None)
     if isinstance(started, threading.Event):
         started.wait(WINDOW_WAIT_S)
 
 
 class Background(Generic[T]):
-    """Run one function on a daemon thread; `result()` joins it and re-raises its error."""
+    """Run one function on a daemon thread; `result()` joins it and re-raises its error. A
+    thread the system refuses (`ulimit -v`): `result()` runs the function itself."""
 
     def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name="rules-loader")
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        try:
+            self._thread = start_daemon(self._run, name="rules-loader")
+        except CannotStart:
+            pass
 
     def _run(self) -> None:
         try:
@@ -273,7 +281,10 @@ class Background(Generic[T]):
             self._error = exc
 
     def result(self) -> T:
-        self._thread.join()
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._value is not None

@@ -40,6 +40,7 @@ from .. import interrupt
 from ..errors import SitscheckError
 from ..models import Report
 from ..printable import printable
+from ..threads import CannotStart, start_daemon
 from .run_line import failed_line, run_line
 
 log = logging.getLogger("sitscheck.daemon")
@@ -132,15 +133,19 @@ class _Pinger:
         self.interval_s = interval_s
         self.budget_s = budget_s
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sitscheck-watchdog", daemon=True)
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> _Pinger:
-        self._thread.start()
+        try:
+            self._thread = start_daemon(self._run, name="sitscheck-watchdog")
+        except CannotStart as exc:  # the run goes on without them (WatchdogSec may end it)
+            log.warning("watchdog pings not sent during this run: %s", exc)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     def _run(self) -> None:
         started = time.monotonic()

@@ -36,6 +36,7 @@ from ..errors import SitscheckError
 from ..models import Device, KnownGpu, Status
 from ..printable import printable
 from ..reporters.files import write_atomic
+from ..sources.files import read_at_most
 from .cursor import KernelCursor
 
 log = logging.getLogger("sitscheck.daemon")
@@ -130,7 +131,7 @@ def load_state(state_dir: Path, now: datetime | None = None) -> LoadedState:
     _remove_stale_temporaries(state_dir)
     try:
         with path.open("rb") as handle:
-            data = handle.read(MAX_STATE_BYTES + 1)
+            data = read_at_most(handle, MAX_STATE_BYTES + 1)
     except FileNotFoundError:
         return LoadedState(None)
     except OSError as exc:

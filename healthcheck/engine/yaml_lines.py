@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RuleError
+from ..sources.files import read_at_most
 from .lined import LinedDict, LinedList, line_of, value_line_of
 
 __all__ = [
@@ -31,7 +32,7 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     """At most `limit` bytes, never more read into memory; a larger file is refused."""
     try:
         with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
+            raw = read_at_most(handle, limit + 1)
     except OSError as exc:
         raise RuleError(str(path), f"cannot read: {exc.strerror}") from exc
     if len(raw) > limit:

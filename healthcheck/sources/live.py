@@ -18,6 +18,7 @@ from msgspec import Struct, field
 from .. import __version__
 from ..contract.declarations import CommandSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
+from ..threads import CannotStart
 from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
@@ -153,13 +154,16 @@ class LiveSources(Memo):
         except NvmlUnavailable as exc:
             return None, str(exc)
         busy = self._start_load if self.options.load_seconds else None
-        snapshot = collect_snapshot(
-            nvml,
-            self.options.sample_seconds,
-            self.options.sample_interval_s,
-            busy=busy,
-            on_window=self.window_started.set,
-        )
+        try:
+            snapshot = collect_snapshot(
+                nvml,
+                self.options.sample_seconds,
+                self.options.sample_interval_s,
+                busy=busy,
+                on_window=self.window_started.set,
+            )
+        except CannotStart as exc:  # every GPU check is UNKNOWN, naming it
+            return None, f"the GPUs could not be sampled: {exc}"
         return snapshot, None
 
     def _start_load(self) -> dict[str, object]:

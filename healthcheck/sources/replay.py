@@ -44,9 +44,11 @@ class ReplaySources(Memo):
         self._unpacked = unpacked
         self._meta: tuple[dict[str, Any], str | None] | None = None
         self._files = FileTree(bundle, confined=True)
-        self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True)
-        self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True)
-        self._host_files = FileTree(bundle / names.FILES_DIR, confined=True)
+        # each folder's tree is confined to itself and to the bundle (a `sysfs` that is a
+        # link to /sys is no folder of the bundle)
+        self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True, within=bundle)
+        self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True, within=bundle)
+        self._host_files = FileTree(bundle / names.FILES_DIR, confined=True, within=bundle)
 
     @property
     def mode(self) -> str:
@@ -147,6 +149,9 @@ class ReplaySources(Memo):
         return (None, problem) if problem else (data, None)
 
     def log_files(self, folder_name: str) -> list[Path]:
+        """Each log under the bundle's `folder_name`, as `<bundle>/<folder_name>/...`: named
+        relative to the folder it was found in (the folder's real path), never by comparing a
+        real path with the bundle's path as given; one that leads out of the bundle is left out."""
         folder = self._files.path(folder_name)
         if folder is None or not folder.is_dir():
             return []
@@ -154,10 +159,9 @@ class ReplaySources(Memo):
         for path in sorted(folder.rglob("*")):
             # every entry of a log's name, a FIFO or folder too: the check opens each without
             # blocking (`open_regular`) and names what it could not read
-            if path.suffix in (".log", ".txt") and self._files.path(
-                str(path.relative_to(self._bundle))
-            ):
-                found.append(path)
+            name = f"{folder_name}/{path.relative_to(folder).as_posix()}"
+            if path.suffix in (".log", ".txt") and self._files.path(name) is not None:
+                found.append(self._bundle / name)
         return found
 
     def meta(self) -> dict[str, Any]:

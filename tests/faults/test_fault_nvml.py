@@ -150,14 +150,13 @@ def test_nvml_threads_are_daemons_and_carry_the_deadline_scope() -> None:
     exit), and it runs in its caller's context, so its calls see the caller's deadline."""
     import time
 
-    from sitscheck.sources.gpu_snapshot import in_context
     from sitscheck.sources.scope import Scope, current_scope, entered
+    from sitscheck.threads import start_daemon
 
     seen: list[object] = []
     scope = Scope(time.monotonic() + 60)
     with entered(scope):
-        thread = in_context(lambda: seen.append(current_scope()))
+        thread = start_daemon(lambda: seen.append(current_scope()), name="t", in_context=True)
     assert thread.daemon
-    thread.start()
     thread.join()
     assert seen == [scope]
