@@ -22,7 +22,6 @@ import pytest
 from address_limit import run_limited
 from sitscheck.address_space import economise
 from sitscheck.daemon.state import DaemonState, load_state, save_state
-from sitscheck.engine.cache_file import read_json, write_json
 from sitscheck.engine.yaml_lines import read_capped
 from sitscheck.sources.files import READ_CHUNK, read_at_most
 from sitscheck.sources.replay import ReplaySources
@@ -81,10 +80,7 @@ def test_the_daemons_state_costs_what_it_holds(tmp_path: Path) -> None:
     assert peak < 2 * MIB, (peak, size)  # before: its 64 MiB cap, allocated to read it
 
 
-def test_a_rule_cache_and_a_rule_file_cost_what_they_hold(tmp_path: Path) -> None:
-    folder = tmp_path / "cache"
-    assert write_json(folder, "programs.json", {"a": 1})
-    assert peak_bytes(lambda: read_json(folder, "programs.json")) < 2 * MIB  # before: 8 MiB
+def test_a_rule_file_costs_what_it_holds(tmp_path: Path) -> None:
     rules = tmp_path / "site.yaml"
     rules.write_text("rules: []\n")
     assert peak_bytes(lambda: read_capped(rules)) < READ_CHUNK + 64 * 1024  # before: 1 MiB
