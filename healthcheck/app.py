@@ -92,10 +92,14 @@ def _raw_sources(
 def live_sources(
     config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
 ) -> LiveSources:
-    """The live node, serving the commands and log files the checks declared."""
+    """The live node, serving the commands, NVML calls and log files the checks declared."""
     from .sources.live import LiveSources
 
-    return LiveSources(live_options(config, declared, load_margin_s), commands=declared.commands)
+    return LiveSources(
+        live_options(config, declared, load_margin_s),
+        commands=declared.commands,
+        nvml_reads=declared.nvml_reads,
+    )
 
 
 def live_options(

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import Anchor, EvidenceSpec, KernelLogInterest, LazyCheck, MetricSpec
+from sitscheck.contract import (
+    Anchor,
+    EvidenceSpec,
+    KernelLogInterest,
+    LazyCheck,
+    MetricSpec,
+    NvmlRead,
+)
 from sitscheck.sources.artifacts import GPU_IDENTITY_KEYS, GPU_VIEW_COMMANDS
 from sitscheck.status import Layer
 
@@ -30,6 +37,9 @@ class DriverCheck(LazyCheck):
         ),
         commands=GPU_VIEW_COMMANDS,
         nvml=(*GPU_IDENTITY_KEYS, "unavailable", "failures"),
+        # a value this check alone reads, declared as any check's is (nvidia-smi's outputs
+        # give it too, through the fused GPU view)
+        nvml_reads=(NvmlRead("persistence_mode", "nvmlDeviceGetPersistenceMode"),),
         sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
         kernel_log=True,
     )

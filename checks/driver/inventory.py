@@ -81,7 +81,6 @@ def from_fleet(fleet: GpuFleet) -> Inventory:
     gpus: list[GpuEntry] = []
     for view in fleet.gpus:
         lost = view.lost or {}
-        persistence = view.get("persistence_mode")
         refs = {view.source: view.ref, **view.refs}
         gpus.append(
             GpuEntry(
@@ -91,7 +90,7 @@ def from_fleet(fleet: GpuFleet) -> Inventory:
                 pci_bus_id=view.pci_bus_id,
                 pci_device_id=_text(view.get("pci_device_id")),
                 vbios=_text(view.get("vbios")),
-                persistence_mode=persistence if isinstance(persistence, bool) else None,
+                persistence_mode=_flag(view.get("persistence_mode")),
                 recovery_action=_recovery_name(view.get("recovery_action")),
                 state=str(lost.get("state", "ok")),
                 detail=lost.get("detail"),
@@ -112,6 +111,13 @@ def from_fleet(fleet: GpuFleet) -> Inventory:
         complete=fleet.complete,
         attached=fleet.attached,
     )
+
+
+def _flag(value: Any) -> bool | None:
+    """A mode as NVML gives it (1, 0) or as nvidia-smi's adapters and older bundles hold it."""
+    if isinstance(value, bool):
+        return value
+    return bool(value) if isinstance(value, int) and value in (0, 1) else None
 
 
 def _text(value: Any) -> str | None:

@@ -24,6 +24,7 @@ from .declarations import (
     LogFilesSpec,
     MetricKind,
     MetricSpec,
+    NvmlRead,
     ProfileKey,
     RuleFiles,
 )
@@ -33,11 +34,17 @@ if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports non
     from ..kernlog.lines import KernelLine
     from ..kernlog.scan import scan_lines
     from ..sources.base import Sources
+    from .nvml_readings import NvmlGpu, NvmlReadings, NvmlValue, nvml_reads_skip
 
-# The types in a check's signatures (`applicable(sources, config)`, `LineHandler.feed(line)`)
-# and the kernel-log pass a handler's tests run over raw log lines (every prefix form).
+# The types in a check's signatures (`applicable(sources, config)`, `LineHandler.feed(line)`),
+# the kernel-log pass a handler's tests run over raw log lines (every prefix form), and the
+# declared NVML readings (`ctx.nvml_readings()`) with their `applicable`.
 _LAZY = {
     "KernelLine": ("..kernlog.lines", "KernelLine"),
+    "NvmlGpu": (".nvml_readings", "NvmlGpu"),
+    "NvmlReadings": (".nvml_readings", "NvmlReadings"),
+    "NvmlValue": (".nvml_readings", "NvmlValue"),
+    "nvml_reads_skip": (".nvml_readings", "nvml_reads_skip"),
     "RunConfig": ("..config", "RunConfig"),
     "Sources": ("..sources.base", "Sources"),
     "scan_lines": ("..kernlog.scan", "scan_lines"),
@@ -74,11 +81,16 @@ __all__ = [
     "LogFilesSpec",
     "MetricKind",
     "MetricSpec",
+    "NvmlGpu",
+    "NvmlRead",
+    "NvmlReadings",
+    "NvmlValue",
     "ProfileKey",
     "RuleFiles",
     "RunConfig",
     "Severity",
     "Sources",
     "kernel_log_skip",
+    "nvml_reads_skip",
     "scan_lines",
 ]

@@ -21,6 +21,7 @@ from .declarations import (
     EvidenceSpec,
     KernelLogInterest,
     MetricSpec,
+    NvmlRead,
     ProfileKey,
     resolve,
 )
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load c
     from ..kernlog.scan import KernelLogPass, KernelLogResult
     from ..models import Finding, Metric
     from ..sources.base import Sources
+    from .nvml_readings import NvmlReadings
 
 
 class CheckOutput(Struct):
@@ -44,7 +46,8 @@ class CheckOutput(Struct):
 
 class CheckContext(Struct, frozen=True):
     """What a running check may use: the node's evidence, the run's settings, its deadline,
-    its own config section and its share of the one kernel-log pass."""
+    its own config section, its share of the one kernel-log pass and its declared NVML
+    readings."""
 
     sources: Sources
     config: RunConfig
@@ -52,6 +55,7 @@ class CheckContext(Struct, frozen=True):
     name: str = ""
     kernel_pass: KernelLogPass | None = None
     settings: Any = None  # the check's own config section (its declared model), or None
+    nvml_reads: tuple[NvmlRead, ...] = ()  # what the check declared (`EvidenceSpec.nvml_reads`)
 
     def remaining(self) -> float:
         return max(self.deadline - time.monotonic(), 0.0)
@@ -66,6 +70,13 @@ class CheckContext(Struct, frozen=True):
         if self.kernel_pass is None:
             raise ProbeTimeout(f"check {self.name} declared no kernel-log interest")
         return self.kernel_pass.result_for(self.name)
+
+    def nvml_readings(self) -> NvmlReadings:
+        """Every GPU's readings of the NVML calls this check declared, each with its state
+        (live: made with the run's one NVML snapshot; replayed: read from nvml.json)."""
+        from .nvml_readings import readings_of
+
+        return readings_of(self.sources, self.nvml_reads)
 
 
 def kernel_log_skip(sources: Sources) -> str | None:

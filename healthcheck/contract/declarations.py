@@ -11,6 +11,7 @@ what it does for a check from them and from nothing else.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any, Protocol
@@ -124,6 +125,45 @@ class LogFilesSpec(Struct, frozen=True):
     option: str
 
 
+class NvmlRead(Struct, frozen=True):
+    """One NVML call a check reads for each GPU. Live: `function(*args)` is called for every
+    GPU (`"handle"` in `args` stands for the GPU's handle; numbers are passed as they are),
+    under the NVML deadline and the check's, its value kept as plain data (a struct as its
+    fields, bytes as text) in the GPU's record under `key`; `collect`: that record is the
+    GPU's in nvml.json; replay: read from there. A reading that is not a value is noted in the
+    record's `unavailable` map with its state (not_supported, error, timeout, ...), never
+    written as zero. `ctx.nvml_readings()` gives the check its declared readings per GPU.
+
+    `key` is a top-level key of the GPU's record (lower case, digits, `_`) that sitscheck's own
+    snapshot does not write; `function` an NVML query (`nvmlDeviceGet...`): a declaration only
+    reads."""
+
+    key: str
+    function: str
+    args: tuple[int | str, ...] = ("handle",)
+    summary: str = ""
+
+
+# The keys of a GPU's NVML record that sitscheck's own snapshot writes, and the first part of
+# every key it notes in the record's `unavailable` map: a declared read takes another, so its
+# reading never overwrites one of these nor is mistaken for one (a test holds the snapshot to
+# this list).
+SNAPSHOT_KEYS = frozenset(
+    {
+        *("index", "lost", "unavailable", "failures", "sources"),
+        *("name", "uuid", "pci", "pci_bus_id", "pci_device_id", "serial", "vbios"),
+        *("inforom_image", "recovery_action", "pcie", "power", "temperature", "clocks_max"),
+        *("clocks_max_mhz", "ecc", "remap", "retired_pages", "nvlink", "nvlink_throughput"),
+        *("samples", "sampled_s", "utilization", "clocks", "clock_event_reasons", "memory"),
+        *("gpm", "counters_s", "violations", "violations_ns_start", "violations_ns_end"),
+        *("energy", "energy_mj_start", "energy_mj_end"),
+        *("nvlink_throughput_kib_start", "nvlink_throughput_kib_end"),
+    }
+)
+_NVML_KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+_NVML_QUERY = re.compile(r"nvmlDeviceGet[A-Za-z0-9_]+\Z")
+
+
 class EvidenceSpec(Struct, frozen=True):
     """Everything a check reads of the node. Globs are relative to the root they name (`/sys`,
     `/proc`); `files` are absolute paths or globs, recorded under `files/` of a bundle."""
@@ -137,8 +177,37 @@ class EvidenceSpec(Struct, frozen=True):
     procfs: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
     nvml: tuple[str, ...] = ()  # keys of each GPU's NVML record the check reads
+    nvml_reads: tuple[NvmlRead, ...] = ()  # NVML calls made for the check on every GPU
     kernel_log: bool = False
     logs: tuple[LogFilesSpec, ...] = ()
+
+
+def nvml_read_problems(check: Any) -> list[str]:
+    """What is wrong with the NVML reads a check declares (none: [])."""
+    reads = getattr(getattr(check, "evidence", None), "nvml_reads", ())
+    problems: list[str] = []
+    seen: set[str] = set()
+    for read in reads:
+        if not isinstance(read, NvmlRead):
+            problems.append(f"an NVML read that is no NvmlRead: {type(read).__name__}")
+            continue
+        said = f"NVML read {read.key!r} ({read.function})"
+        if not _NVML_KEY.match(str(read.key)):
+            problems.append(f"{said}: its key is no record key (a-z, 0-9, _)")
+        elif read.key in SNAPSHOT_KEYS:
+            problems.append(f"{said}: sitscheck's own snapshot writes {read.key!r}")
+        elif read.key in seen:
+            problems.append(f"{said}: {read.key!r} declared twice")
+        seen.add(read.key)
+        if not _NVML_QUERY.match(str(read.function)):
+            problems.append(f"{said}: not an NVML device query (nvmlDeviceGet...)")
+        if "handle" not in read.args or not all(map(_plain_arg, read.args)):
+            problems.append(f'{said}: its args are "handle" and integers, the handle among them')
+    return problems
+
+
+def _plain_arg(arg: object) -> bool:
+    return arg == "handle" or (isinstance(arg, int) and not isinstance(arg, bool))
 
 
 class LineHandler(Protocol):

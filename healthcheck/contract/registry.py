@@ -1,7 +1,8 @@
 """Find checks through entry points (group `sitscheck.checks`); built-ins register the same way.
 
-A plugin that fails to load is kept as a `BrokenCheck`, which the runner reports as UNKNOWN:
-one bad plugin never takes the run down.
+A plugin that fails to load, or declares NVML reads it may not (`nvml_read_problems`), is kept
+as a `BrokenCheck`, which the runner reports as UNKNOWN: one bad plugin never takes the run
+down.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from msgspec import Struct
 
 from .check import Check
+from .declarations import nvml_read_problems
 from .plugins import EntryPointLike, entry_points
 
 GROUP = "sitscheck.checks"
@@ -40,6 +42,9 @@ def _load(entry: EntryPointLike) -> Check | BrokenCheck:
         return BrokenCheck(entry.name, f"plugin {entry.value} failed to load: {exc}")
     if not isinstance(check, Check):
         return BrokenCheck(entry.name, f"plugin {entry.value} does not provide the check contract")
+    problems = nvml_read_problems(check)
+    if problems:
+        return BrokenCheck(entry.name, f"plugin {entry.value} declares " + "; ".join(problems))
     return check
 
 

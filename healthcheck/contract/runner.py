@@ -124,6 +124,7 @@ def _run_check(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     if slot.skip is not None:
         return
     try:
+        declaration = declaration_of(slot.check)
         context = CheckContext(
             sources,
             config,
@@ -131,9 +132,10 @@ def _run_check(slot: _Slot, sources: Sources, config: RunConfig) -> None:
             name=slot.check.name,
             kernel_pass=slot.kernel_pass,
             settings=slot.settings,
+            nvml_reads=declaration.evidence.nvml_reads,
         )
         output = slot.check.collect(context)
-        slot.output = _declared(_validated(output, slot.check.name), declaration_of(slot.check))
+        slot.output = _declared(_validated(output, slot.check.name), declaration)
     except ProbeError as exc:
         slot.crash = str(exc)
     except Exception as exc:

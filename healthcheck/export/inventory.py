@@ -11,6 +11,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..models import Device, Report, Status, worst
+from ..sources.nvml_record import hw_id
 from .semconv import Attrs
 
 _GPU_ID_LABELS = ("hw.id", "uuid", "gpu_uuid")
@@ -34,7 +35,7 @@ class Gpu(Struct, frozen=True):
 
     @property
     def hw_id(self) -> str:
-        return self.uuid or self.pci_bus_id or f"gpu{self.index}"
+        return hw_id(self.index, self.uuid, self.pci_bus_id)
 
 
 class Inventory(Struct):

@@ -35,9 +35,7 @@ IDENTITY_ONLY = frozenset({SMI_L, SYSFS})
 # The shortest interval between two counter readings over which a rate is computed: a
 # measurement floor, not a health threshold (those are rule params).
 MIN_RATE_WINDOW_S = 1.0
-
-# States that mean the reading failed: the check that needs it cannot decide (UNKNOWN).
-FAULT_STATES = frozenset({"error", "timeout"})
+# States of a GPU that stopped answering.
 LOST_STATES = frozenset({"gpu_lost", "reset_required"})
 
 # Unavailable keys whose reading sits at another path of the record.
@@ -83,6 +81,5 @@ NVML_CALLS: Mapping[str, str] = {
     "nvlink": "nvmlDeviceGetNvLinkState",
     "nvlink.errors": "nvmlDeviceGetNvLinkErrorCounter",
     "violations": "nvmlDeviceGetViolationStatus",
-    "persistence_mode": "nvmlDeviceGetPersistenceMode",
     "recovery_action": "nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)",
 }

@@ -26,7 +26,8 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..sources.artifacts import GPU_IDENTITY_KEYS
-from .calls import FAULT_STATES, IDENTITY_ONLY, KEY_PATHS, NVML, PRECEDENCE, SMI_L
+from ..sources.nvml_record import FAULT_STATES
+from .calls import IDENTITY_ONLY, KEY_PATHS, NVML, PRECEDENCE, SMI_L
 from .records import SAMPLE_KEYS
 from .view import Disagreement, GpuFleet, GpuView
 

@@ -16,8 +16,8 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..models import Device, Evidence, Metric
+from ..sources.nvml_record import FAULT_STATES, STATE_WORDS, hw_id
 from .calls import (
-    FAULT_STATES,
     IDENTITY_ONLY,
     KEY_PATHS,
     MIN_RATE_WINDOW_S,
@@ -26,22 +26,6 @@ from .calls import (
     source_name,
 )
 from .records import SAMPLE_KEYS
-
-_STATE_WORDS: Mapping[str, str] = {
-    "not_supported": "not supported by this GPU or driver",
-    "not_available": "not available (N/A)",
-    "not_queried": "not in the evidence",
-    "no_permission": "no permission to read it",
-    "error": "the read failed",
-    "timeout": "the read overran its deadline",
-    "gpu_lost": "the GPU is lost",
-    "reset_required": "the GPU needs a reset",
-    "relative_only": "printed only relative to T.Limit (nvidia-smi -q, 550+): no absolute value",
-    "one_reading": (
-        "one reading only (its growth or rate needs the counter read at both ends of a "
-        "sampling window: NVML)"
-    ),
-}
 
 
 class GpuView(Struct, frozen=True):
@@ -161,7 +145,7 @@ class GpuView(Struct, frozen=True):
 
     def hw_id(self) -> str:
         """The metric label `hw.id`: the UUID, else the bus id, else `gpu<index>`."""
-        return self.uuid or self.pci_bus_id or f"gpu{self.index}"
+        return hw_id(self.index, self.uuid, self.pci_bus_id)
 
     def labels(self, **extra: str) -> dict[str, str]:
         return {"hw.id": self.hw_id(), "gpu.index": str(self.index), **extra}
@@ -181,11 +165,11 @@ class GpuView(Struct, frozen=True):
     def why_missing(self, key: str) -> str:
         """Words for a missing reading: its state, else that the evidence does not hold it."""
         if self.lost is not None:
-            return _STATE_WORDS.get(str(self.lost.get("state")), "the GPU is lost")
+            return STATE_WORDS.get(str(self.lost.get("state")), "the GPU is lost")
         state = self.state(key)
         if state is None:
             return "not in the evidence" if self.source != NVML else "not recorded"
-        return _STATE_WORDS.get(state, state)
+        return STATE_WORDS.get(state, state)
 
     def evidence(self, key: str, excerpt: str | None = None) -> Evidence:
         """Where the reading under `key` came from: the NVML call, else the output and key."""

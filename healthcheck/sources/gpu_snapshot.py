@@ -6,6 +6,8 @@ All GPUs are sampled concurrently (one thread each), so an 8-GPU node takes as l
 Every reading that is not a real value is recorded in the GPU's `unavailable` map with its
 state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other than "not
 supported" in `failures` with the NVML call and its error: missing is never zero.
+Beside its own readings, each GPU's thread makes the calls the selected checks declare
+(`NvmlRead`, `nvml_reads`), each value under the key its check chose.
 Every thread started here carries the caller's context (`start_daemon(in_context=True)`):
 its NVML calls run under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
 A thread the system refuses (`ulimit -v`) fails the whole snapshot (`CannotStart`, once every
@@ -16,16 +18,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from msgspec import Struct, field
 
+from ..contract.declarations import NvmlRead
 from ..threads import CannotStart, start_daemon
 from .nvml import Nvml, Reading
 from .nvml_fields import read_fields
 from .nvml_memory import MemoryReader
+from .nvml_reads import read_declared
 from .nvml_record import GpuRecorder, flag, milli, normalise_bus_id, text
 from .window_counters import CounterSchedule, read_counters_in_window
 
@@ -74,9 +78,11 @@ def collect_snapshot(
     interval_s: float = 0.2,
     busy: Callable[[], dict[str, object]] | None = None,
     on_window: Callable[[], None] | None = None,
+    reads: Sequence[NvmlRead] = (),
 ) -> dict[str, Any]:
     """Inventory and sample every GPU. `busy`, when given, is started before sampling (--load);
-    `on_window` is called as the window starts."""
+    `on_window` is called as the window starts; `reads`: the calls the checks declare, made
+    for every GPU with its inventory."""
     snapshot: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -119,7 +125,11 @@ def collect_snapshot(
     deadline = started + max(window_s, 0.0)
     live = [g for g in gpus if g["index"] in handles and "lost" not in g]
     window = _Window(
-        deadline, interval_s, threading.Lock(), CounterSchedule(len(live), started, deadline)
+        deadline,
+        interval_s,
+        threading.Lock(),
+        CounterSchedule(len(live), started, deadline),
+        tuple(reads),
     )
     try:
         _each_gpu(live, handles, lambda g, h: _inventory_and_sample(nvml, g, h, window))
@@ -149,7 +159,7 @@ def _each_gpu(
             thread.join()
 
 
-def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
+def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any, reads: Sequence[NvmlRead]) -> None:
     rec = GpuRecorder(nvml, gpu)
     gpu["name"] = text(rec.read("name", "nvmlDeviceGetName", handle))
     gpu["uuid"] = text(rec.read("uuid", "nvmlDeviceGetUUID", handle))
@@ -161,9 +171,6 @@ def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
     gpu["vbios"] = text(rec.read("vbios", "nvmlDeviceGetVbiosVersion", handle))
     gpu["inforom_image"] = text(
         rec.read("inforom_image", "nvmlDeviceGetInforomImageVersion", handle)
-    )
-    gpu["persistence_mode"] = flag(
-        rec.read("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     )
     gpu["pcie"] = {
         "gen_current": rec.read("pcie.gen_current", "nvmlDeviceGetCurrPcieLinkGeneration", handle),
@@ -195,6 +202,7 @@ def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
     gpu["retired_pages"] = _retired(rec, handle)
     gpu["nvlink"] = _nvlinks(rec, handle)
     gpu["recovery_action"] = _field_value(rec, "recovery_action", handle, FIELD_RECOVERY_ACTION)
+    read_declared(rec, handle, reads)
 
 
 def _ecc(rec: GpuRecorder, handle: Any) -> dict[str, Any]:
@@ -301,6 +309,7 @@ class _Window(Struct, frozen=True):
     interval_s: float
     gpm_lock: threading.Lock  # NVML's GPM calls crash when two GPUs' threads overlap
     counters: CounterSchedule
+    reads: tuple[NvmlRead, ...]  # the calls the checks declare, made with each GPU's inventory
     inventoried: dict[int, float] = field(default_factory=dict)  # GPU index -> when done
     refused: list[str] = field(default_factory=list)  # the threads the system would not start
 
@@ -308,7 +317,7 @@ class _Window(Struct, frozen=True):
 def _inventory_and_sample(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
     """One GPU's thread: its inventory, then samples until the window's end while its
     counters are read on a second thread."""
-    _inventory(nvml, gpu, handle)
+    _inventory(nvml, gpu, handle, window.reads)
     window.inventoried[gpu["index"]] = time.monotonic()
     if "lost" in gpu or nvml.stuck_at is not None:
         window.counters.leave()  # no first reading: the others need not wait for it

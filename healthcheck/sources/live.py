@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct, field
 
 from .. import __version__
-from ..contract.declarations import CommandSpec
+from ..contract.declarations import CommandSpec, NvmlRead
 from ..probes.bandwidth import BANDWIDTH_JSON
 from ..threads import CannotStart
 from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
@@ -29,6 +29,7 @@ from .nvml import Nvml, NvmlUnavailable
 from .scope import waiting_on
 
 if TYPE_CHECKING:
+    from ..contract.evidence import DeclaredEvidence
     from ..probes.load import LoadHandle
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -57,11 +58,14 @@ class LiveSources(Memo):
         options: LiveOptions,
         runner: CommandRunner | None = None,
         commands: Mapping[str, CommandSpec] | None = None,
+        nvml_reads: Mapping[str, NvmlRead] | None = None,
     ) -> None:
         super().__init__()
         self.options = options
-        # the selected checks' declared commands; None: those of every installed check
+        # the selected checks' declared commands and NVML calls; None: every installed check's
         self._commands = dict(commands) if commands is not None else None
+        self._nvml_reads = dict(nvml_reads) if nvml_reads is not None else None
+        self._installed: DeclaredEvidence | None = None
         self._procfs = FileTree(Path(options.proc_root))
         self._files = FileTree(Path("/"))
         self.runner = runner or CommandRunner()
@@ -161,6 +165,7 @@ class LiveSources(Memo):
                 self.options.sample_interval_s,
                 busy=busy,
                 on_window=self.window_started.set,
+                reads=tuple(self._declared_reads().values()),
             )
         except CannotStart as exc:  # every GPU check is UNKNOWN, naming it
             return None, f"the GPUs could not be sampled: {exc}"
@@ -174,11 +179,22 @@ class LiveSources(Memo):
 
     def _declared_commands(self) -> dict[str, CommandSpec]:
         if self._commands is None:
+            self._commands = self._installed_evidence().commands
+        return self._commands
+
+    def _declared_reads(self) -> dict[str, NvmlRead]:
+        if self._nvml_reads is None:
+            self._nvml_reads = self._installed_evidence().nvml_reads
+        return self._nvml_reads
+
+    def _installed_evidence(self) -> DeclaredEvidence:
+        """What every installed check declares (sources made without a run's selection)."""
+        if self._installed is None:
             from ..contract.evidence import gather
             from ..contract.registry import discover
 
-            self._commands = gather(discover()).commands
-        return self._commands
+            self._installed = gather(discover())
+        return self._installed
 
     def _timeout(self, spec: CommandSpec) -> float:
         limit = self.options.command_timeout_s

@@ -7,10 +7,31 @@ than "not supported" in `failures` with the call and its error (missing is never
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the replay path (sitscheck.gpu) needs no NVML machinery
     from .nvml import Nvml, Reading
+
+# States that mean the reading failed: the check that needs it cannot decide (UNKNOWN).
+FAULT_STATES = frozenset({"error", "timeout"})
+# Words for the state of a reading that is not a value (NVML's, and nvidia-smi's printed ones).
+STATE_WORDS: Mapping[str, str] = {
+    "not_supported": "not supported by this GPU or driver",
+    "not_available": "not available (N/A)",
+    "not_queried": "not in the evidence",
+    "not_recorded": "not recorded in the evidence",
+    "no_permission": "no permission to read it",
+    "error": "the read failed",
+    "timeout": "the read overran its deadline",
+    "gpu_lost": "the GPU is lost",
+    "reset_required": "the GPU needs a reset",
+    "relative_only": "printed only relative to T.Limit (nvidia-smi -q, 550+): no absolute value",
+    "one_reading": (
+        "one reading only (its growth or rate needs the counter read at both ends of a "
+        "sampling window: NVML)"
+    ),
+}
 
 
 class GpuRecorder:
@@ -35,6 +56,11 @@ class GpuRecorder:
         if reading.state in ("gpu_lost", "reset_required"):
             self.gpu["lost"] = {"state": reading.state, "detail": reading.detail}
         return None
+
+
+def hw_id(index: int | None, uuid: str | None, pci_bus_id: str | None) -> str:
+    """A GPU's metric label `hw.id`: its UUID, else its bus id, else `gpu<index>`."""
+    return uuid or pci_bus_id or f"gpu{index}"
 
 
 def normalise_bus_id(bus_id: str | None) -> str | None:

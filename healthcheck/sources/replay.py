@@ -134,6 +134,11 @@ class ReplaySources(Memo):
         return KernelLogStream(ref, _lines_of(handle), path=path)
 
     def gpu_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
+        """nvml.json, read and checked once per run (every GPU check asks: the fleet, the
+        topology, the checks' declared NVML readings); shared, as a live snapshot is."""
+        return self.memo("gpu_snapshot", self._read_snapshot)
+
+    def _read_snapshot(self) -> tuple[dict[str, Any] | None, str | None]:
         artifact = self.artifact(names.NVML_JSON)
         if artifact.text is None:
             return None, artifact.reason

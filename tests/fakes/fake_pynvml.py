@@ -17,6 +17,11 @@ Fault hooks, for tests:
 - `fail_init(code)`: `nvmlInit` raises `NVMLError(code)`.
 - `gpm_supported=False` makes `nvmlGpmQueryDeviceSupport` raise NOT_SUPPORTED.
 
+A call a check declares (`NvmlRead`) that nvml.h's part here does not know is answered when
+`declared` names it (NVML function → the record key its declaration reads it into): the GPU
+record's value as recorded, or the error of its recorded state; others are not in this
+"binding" (sitscheck reads them as not supported).
+
 `calls` records every call (monotonic time, function, GPU index, thread name).
 """
 
@@ -27,6 +32,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -232,7 +238,13 @@ class FakePynvml:
     c_nvmlGpmMetricsGet_t = _GpmMetricsGet
     nvmlMemory_v2 = MEMORY_V2
 
-    def __init__(self, recording: dict[str, Any], gpm_supported: bool = True) -> None:
+    def __init__(
+        self,
+        recording: dict[str, Any],
+        gpm_supported: bool = True,
+        declared: Mapping[str, str] | None = None,
+    ) -> None:
+        self._declared = dict(declared or {})
         self.recording = copy.deepcopy(recording)
         self._gpus: dict[int, dict[str, Any]] = {
             int(g["index"]): g for g in self.recording.get("gpus") or []
@@ -248,6 +260,18 @@ class FakePynvml:
         self.initialised = False
         self.init_count = 0
         self.shutdown_count = 0
+
+    def __getattr__(self, function: str) -> Any:
+        """A declared call (`declared`), answered from the GPU record's key."""
+        key = self.__dict__.get("_declared", {}).get(function)
+        if key is None:
+            raise AttributeError(function)
+
+        def declared_call(handle: Any, *args: Any) -> Any:
+            gpu, _ = self._device(function, handle, *args)
+            return copy.deepcopy(self._value(gpu, key, gpu.get(key)))
+
+        return declared_call
 
     # ---- fault hooks -------------------------------------------------------------------
 

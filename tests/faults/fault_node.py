@@ -5,8 +5,10 @@ The node is what `LiveSources` sees on a real machine, with every host boundary 
 - `bin/`: a private PATH (`CommandRunner(path=bin)`): `nvidia-smi` prints the recorded outputs
   by its arguments, `dmesg` prints the recorded kernel log, `journalctl` the same in journal
   form; each can be swapped for a hanging, crashing, missing or garbling one;
-- NVML: `tests/fakes/fake_pynvml.FakePynvml` replaying the recorded `nvml.json`, with its fault
-  hooks (`block`, `block_gpu`, `lose_gpu`, `fail_init`), or no NVML at all;
+- NVML: `tests/fakes/fake_pynvml.FakePynvml` replaying the recorded `nvml.json` (or another
+  recording: `NvmlFaults.recording`), answering the calls the installed checks declare
+  (`NvmlRead`) from it too, with its fault hooks (`block`, `block_gpu`, `lose_gpu`,
+  `fail_init`), or no NVML at all;
 - `/dev/kmsg`: absent (ENOENT), or unreadable (EPERM, as without CAP_SYSLOG);
 - `/sys`: a copy of the bundle's `sysfs/` (so a test may delete files from it);
 - the driver marker (`/proc/driver/nvidia/version`): a file in the node's folder.
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from msgspec import structs
-from sitscheck.contract import CommandSpec
+from sitscheck.contract import CommandSpec, NvmlRead
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -62,6 +64,7 @@ class NvmlFaults:
     """NVML as the node has it: `mode` ok | absent (pynvml unusable); the fake's fault hooks."""
 
     mode: str = "ok"
+    recording: str = ""  # the nvml.json the fake replays; "" for the node's bundle's
     fail_init: str | None = None  # an NVML_ERROR_* name
     init_words: str | None = None  # what the failed init says (pynvml's string); else the name
     block: list[tuple[str, int | None]] = field(default_factory=list)
@@ -92,6 +95,7 @@ class NodeSpec:
         nvml = data.pop("nvml")
         faults = NvmlFaults(
             mode=nvml["mode"],
+            recording=nvml.get("recording", ""),
             fail_init=nvml["fail_init"],
             init_words=nvml.get("init_words"),
             block=[(f, g) for f, g in nvml["block"]],
@@ -184,7 +188,8 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
 
     fake: FakePynvml | None = None
     if spec.nvml.mode == "ok":
-        fake = FakePynvml(load_recording(BUNDLE / "nvml.json"))
+        recording = load_recording(spec.nvml.recording or BUNDLE / "nvml.json")
+        fake = FakePynvml(recording, declared=_declared_calls())
         if spec.nvml.fail_init:
             fake.fail_init(ERROR_CODES[spec.nvml.fail_init], spec.nvml.init_words)
         for function, gpu in spec.nvml.block:
@@ -207,12 +212,16 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     patch(Nvml, "load", classmethod(load))
 
     def sources(
-        options: LiveOptions, commands: Mapping[str, CommandSpec] | None = None
+        options: LiveOptions,
+        commands: Mapping[str, CommandSpec] | None = None,
+        nvml_reads: Mapping[str, NvmlRead] | None = None,
     ) -> LiveSources:
         node_options = structs.replace(
             options, driver_markers=(spec.marker,), sys_root=spec.sys_root
         )
-        return LiveSources(node_options, CommandRunner(path=spec.bin), commands=commands)
+        return LiveSources(
+            node_options, CommandRunner(path=spec.bin), commands=commands, nvml_reads=nvml_reads
+        )
 
     patch(live, "LiveSources", sources)  # what `app.live_sources` builds
     if spec.progress:
@@ -230,6 +239,14 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
 
         patch(kernel_log, "read_kmsg", unreadable)
     return fake
+
+
+def _declared_calls() -> dict[str, str]:
+    """The NVML calls the installed checks declare, each with the record key it is read into."""
+    from sitscheck.contract.evidence import gather
+    from sitscheck.contract.registry import discover
+
+    return {read.function: read.key for read in gather(discover()).nvml_reads.values()}
 
 
 # Short deadlines: each fault costs seconds, not the production defaults' tens of seconds.

@@ -8,19 +8,21 @@ from typing import Any, cast
 
 import pytest
 from fakes.fake_pynvml import ERROR_CODES, INVENTORY_KEYS, FakePynvml
+from fakes.nvml_node import fake_nvml_sources
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
 from sitscheck.contract.registry import BrokenCheck
 from sitscheck.contract.runner import run_checks
 from sitscheck.models import Status
-from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.gpu_snapshot import collect_snapshot
-from sitscheck.sources.live import LiveOptions, LiveSources
+from sitscheck.sources.live import LiveSources
 from sitscheck.sources.nvml import Nvml, NvmlUnavailable
 from sitscheck.sources.nvml_record import normalise_bus_id
 
 SYSTEM_KEYS = ("driver_version", "nvml_version", "cuda_driver_version", "device_count", "pairs")
+# The NVML calls the driver check declares (persistence mode): the recording holds their values
+DRIVER_READS = DriverCheck.evidence.nvml_reads
 
 
 def driver_check() -> Check | BrokenCheck:
@@ -75,7 +77,7 @@ def without_time(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_snapshot_equals_the_recording(fake_nvml: FakePynvml, recording: dict[str, Any]) -> None:
-    snapshot = collect_snapshot(started(fake_nvml), window_s=0.5, interval_s=0.1)
+    snapshot = collect_snapshot(started(fake_nvml), 0.5, 0.1, reads=DRIVER_READS)
 
     assert snapshot["format"] == "sitscheck-nvml" and snapshot["version"] == 1
     for key in SYSTEM_KEYS:
@@ -198,7 +200,7 @@ def test_lost_gpu_is_marked_and_the_other_is_unaffected(
     fake_nvml: FakePynvml, recording: dict[str, Any], from_call: int
 ) -> None:
     fake_nvml.lose_gpu(1, from_call=from_call)
-    snapshot = collect_snapshot(started(fake_nvml), window_s=0.3, interval_s=0.1)
+    snapshot = collect_snapshot(started(fake_nvml), 0.3, 0.1, reads=DRIVER_READS)
     healthy, lost = snapshot["gpus"]
 
     assert lost["lost"]["state"] == "gpu_lost"
@@ -268,20 +270,7 @@ def test_a_gpu_whose_every_call_hangs_costs_about_one_deadline(fake_nvml: FakePy
 
 @pytest.fixture
 def live(tmp_path: Path, fake_nvml: FakePynvml, monkeypatch: pytest.MonkeyPatch) -> LiveSources:
-    marker = tmp_path / "nvidiactl"
-    marker.touch()
-    (tmp_path / "bin").mkdir()
-    monkeypatch.setattr(
-        Nvml, "load", classmethod(lambda cls, deadline_s=5.0: cls(fake_nvml, deadline_s))
-    )
-    options = LiveOptions(
-        driver_markers=(str(marker),),
-        sample_seconds=0.2,
-        sample_interval_s=0.1,
-        sys_root=str(tmp_path / "sys"),
-        command_timeout_s=2.0,
-    )
-    return LiveSources(options, CommandRunner(path=str(tmp_path / "bin")))
+    return fake_nvml_sources(tmp_path, monkeypatch, fake_nvml)
 
 
 def test_live_driver_check_reads_the_replayed_gpus(

@@ -4,12 +4,7 @@ points. Its check is listed, its code explained, its rule listed, its evidence c
 a recorded H200 bundle with a real OOM-kill report appended to its kernel log gives its
 finding (and, with three kills, its rule's critical verdict).
 
-The venv is made without system site packages; sitscheck and the plugin are built into wheels
-from the source tree and installed with `pip install --no-deps --no-index`, so nothing is
-downloaded. sitscheck's own dependencies (typer, pydantic, CEL, ...) come from the
-environment running this test, through a .pth file naming where they are installed: only
-sitscheck and the plugin are new. Skipped only where venv or pip are missing (or no build
-backend can be had offline).
+The venv: `plugin_venv.make_venv` (nothing downloaded).
 """
 
 from __future__ import annotations
@@ -18,27 +13,16 @@ import importlib.util
 import json
 import re
 import shutil
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, distribution, requires, version
 from pathlib import Path
 from typing import Any
 
 import pytest
 from corpus_paths import REPO_ROOT
+from plugin_venv import Venv, make_venv
 
 PLUGIN = REPO_ROOT / "examples" / "plugins" / "oom_kill"
 CORPUS = PLUGIN / "tests" / "corpus"
 H200_BUNDLE = REPO_ROOT / "tests" / "bundles" / "h200x2-idle-v1"
-SOURCES = ("pyproject.toml", "README.md", "healthcheck", "checks", "rules")
-OFFLINE_FAILURES = (
-    "No matching distribution found",
-    "Could not find a version that satisfies",
-    "Failed to establish a new connection",
-    "Network is unreachable",
-)
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("venv") is None or importlib.util.find_spec("pip") is None,
@@ -46,59 +30,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@dataclass(frozen=True)
-class Venv:
-    root: Path
-    python: Path
-    plugin: Path  # the plugin's source tree (with its tests), as it was built
-    setup_s: float
-
-    def sitscheck(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.root / "bin" / "sitscheck"), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
-    started = time.monotonic()
-    work = tmp_path_factory.mktemp("plugin")
-    # Built from copies: a build writes build/ and *.egg-info beside the sources.
-    core = work / "sitscheck"
-    core.mkdir()
-    for name in SOURCES:
-        _copy(REPO_ROOT / name, core / name)
-    plugin = work / "oom_kill"
-    _copy(PLUGIN, plugin)
-    wheels = work / "wheels"
-    _build_wheels([core, plugin], wheels)
-    root = work / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", str(root)])
-    python = root / "bin" / "python"
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
-    built = [str(path) for path in sorted(wheels.glob("*.whl"))]
-    _run([*pip, "install", "-q", "--no-deps", "--no-index", *built])
-    (_site_packages(python) / "sitscheck-test-deps.pth").write_text(
-        "\n".join(_dependency_dirs()) + "\n"
-    )
-    return Venv(root, python, plugin, time.monotonic() - started)
+    return make_venv(tmp_path_factory.mktemp("plugin"), ["oom_kill"])
 
 
 def test_sitscheck_and_the_plugin_are_the_venvs_own(venv: Venv) -> None:
-    where = _run(
-        [
-            str(venv.python),
-            "-c",
-            "import sitscheck, sitscheck_oom_kill; "
-            "print(sitscheck.__file__); print(sitscheck_oom_kill.__file__)",
-        ]
-    ).stdout.split()
-    assert len(where) == 2
-    assert all(Path(path).resolve().is_relative_to(venv.root.resolve()) for path in where), where
+    assert venv.imports_its_own("sitscheck", "sitscheck_oom_kill")
     print(f"fresh venv with sitscheck and the plugin installed in {venv.setup_s:.1f} s")
 
 
@@ -185,25 +123,7 @@ def test_collect_records_the_evidence_it_declares(venv: Venv, tmp_path: Path) ->
 
 
 def test_the_plugins_own_tests_pass_against_the_installed_package(venv: Venv) -> None:
-    done = subprocess.run(
-        # pythonpath emptied: its tests import the installed plugin, not its src/ folder
-        [
-            str(venv.python),
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "pythonpath=",
-            "tests",
-        ],
-        cwd=venv.plugin,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = venv.plugin_tests("oom_kill")
     tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "passed" in tail
@@ -211,73 +131,6 @@ def test_the_plugins_own_tests_pass_against_the_installed_package(venv: Venv) ->
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _copy(source: Path, target: Path) -> None:
-    ignore = shutil.ignore_patterns(
-        "__pycache__", "*.egg-info", "build", ".venv", ".mypy_cache", ".ruff_cache"
-    )
-    if source.is_dir():
-        shutil.copytree(source, target, ignore=ignore)
-    else:
-        shutil.copyfile(source, target)
-
-
-def _build_wheels(sources: list[Path], into: Path) -> None:
-    """`pip wheel` of each source tree, without its dependencies. Without build isolation
-    where this environment has the build backend, else isolated (which needs an index)."""
-    flags = ["--no-build-isolation"] if _has_build_backend() else []
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *flags, "-w", str(into)]
-        + [str(s) for s in sources],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if done.returncode != 0 and any(text in done.stderr for text in OFFLINE_FAILURES):
-        pytest.skip("no build backend here and no package index to fetch one from")
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
-def _has_build_backend() -> bool:
-    try:
-        major = int(version("setuptools").split(".")[0])
-        version("wheel")
-    except (PackageNotFoundError, ValueError):
-        return False
-    return major >= 68
-
-
-def _dependency_dirs() -> list[str]:
-    """Where this environment has sitscheck's runtime dependencies (and pytest, for the
-    plugin's own tests), in the order found."""
-    try:
-        declared = requires("sitscheck") or []
-    except PackageNotFoundError:
-        pytest.skip("sitscheck is not installed here: its dependencies cannot be found")
-    names = [
-        re.split(r"[\s;<>=!~\[(]", line, maxsplit=1)[0]
-        for line in declared
-        if "extra ==" not in line
-    ]
-    dirs: list[str] = []
-    for name in [*names, "pytest"]:
-        folder = str(Path(str(distribution(name).locate_file(""))).resolve())
-        if folder not in dirs:
-            dirs.append(folder)
-    return dirs
-
-
-def _site_packages(python: Path) -> Path:
-    done = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-    return Path(done.stdout.strip())
-
-
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, f"{argv[:4]}: {done.stderr[-3000:]}"
-    return done
 
 
 _PLAIN = re.compile(r"\[\s*(?P<secs>\d+)\.(?P<usecs>\d{6})\] (?P<body>.*)")

@@ -1,8 +1,9 @@
 """Every recorded bundle's facts (as digests) and verdicts, for the old-vs-new engine test.
 
 `python tests/rules/engine_snapshot.py OUT.json` replays each bundle of `bundles()` (every
-folder under tests/bundles with a `meta.json`, the scenarios materialised, examples/, and
-the idle node grown to 8 and 24 GPUs by `benchmarks.synth`)
+folder under tests/bundles with a `meta.json`, the scenarios materialised, examples/ but
+its plugins' bundles (which replay through a plugin sitscheck alone does not have: their own
+tests replay them), and the idle node grown to 8 and 24 GPUs by `benchmarks.synth`)
 and writes, per bundle, each check's status and a digest of its facts with the storm
 fields (`event_count`, `groups`) left out, and every verdict (rule, status, GPU, message).
 `tests/rules/data/engine-before.json` was written by the code before the engine change
@@ -34,7 +35,7 @@ def bundles(scratch: Path) -> dict[str, Path]:
         str(meta.parent.relative_to(ROOT)): meta.parent
         for folder in (BUNDLES, ROOT / "examples")
         for meta in sorted(folder.rglob("meta.json"))
-        if "scenarios" not in meta.parts
+        if "scenarios" not in meta.parts and not meta.is_relative_to(ROOT / "examples" / "plugins")
     }
     for name in names():
         found[f"tests/bundles/scenarios/{name}"] = materialise(name, scratch / name)

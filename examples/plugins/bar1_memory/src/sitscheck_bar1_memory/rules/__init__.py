@@ -1,0 +1,1 @@
+"""The bar1_memory plugin's rule files (package data, entry-point group `sitscheck.rules`)."""
