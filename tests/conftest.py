@@ -14,6 +14,14 @@ from corpus_paths import REPO_ROOT, SHARED_CORPUS
 __all__ = ["REPO_ROOT", "SHARED_CORPUS"]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-expected",
+        action="store_true",
+        help="rewrite tests/storm/expected/ from the code under test (then read the diff)",
+    )
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared corpus's samples, as the repository holds them (tests/corpus/shared)."""
