@@ -26,6 +26,7 @@ from .declarations import (
     MetricSpec,
     ProfileKey,
     RuleFiles,
+    unique_index,
 )
 
 if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports none of them
@@ -81,4 +82,5 @@ __all__ = [
     "Sources",
     "kernel_log_skip",
     "scan_lines",
+    "unique_index",
 ]
