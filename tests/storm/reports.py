@@ -27,7 +27,6 @@ diff before committing it).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -47,6 +46,7 @@ for extra in (TESTS / "corpus", TESTS):
 
 from bundle_cases import BUNDLES, CASES, bundle_folder  # noqa: E402
 from corpus_sets import roots  # noqa: E402
+from rule_cases import default_message  # noqa: E402  (tests/rules, put on the path by bundle_cases)
 from sitscheck.models import Status, Verdict  # noqa: E402
 from storms import STAMPS, storm  # noqa: E402
 
@@ -122,21 +122,6 @@ def verdicts(found: list[Verdict]) -> Record:
                 }
             )
     return {"verdicts": whole, "ok": ok, "skipped": skipped}
-
-
-@functools.cache
-def _default_messages() -> dict[str, str]:
-    from sitscheck.engine.cel import CelEnvironment
-    from sitscheck.engine.loader import load_rules, rule_files
-
-    ruleset = load_rules(rule_files([]), CelEnvironment())
-    return {r.id: (r.description or r.id).strip().splitlines()[0] for r in ruleset.rules}
-
-
-def default_message(rule: str) -> str | None:
-    """The message of a rule's verdict that fired nowhere (the first line of its
-    description), as the engine writes it."""
-    return _default_messages().get(rule)
 
 
 def metric_line(metric: dict[str, Any]) -> str:
