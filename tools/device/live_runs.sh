@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Device (issues 17 and 19, this round): the installed CLI on a real GPU node after the
-# streaming, needle, fixed-cost and reliability work: start-up, live runs (wall, peak RSS),
-# --load --bandwidth, and `python -m benchmarks` (the live rows and, on this node's CPU, the
-# kernel-log rows). Carry `.whl` (the dependencies' wheels and this tree's own); all lands
-# under $OUT. BENCH_GROUPS picks the benchmark groups (default: all but the rules rows),
-# LIVE_RUNS how many default live runs are timed (default 3).
+# The installed CLI on the lent GPU node: start-up (`python -c pass`, `sitscheck checks`), the
+# default live run (wall time, peak RSS), a text run, `run --load --bandwidth`, NVML sampling
+# of one GPU vs all (benchmarks.nvml_parallel) and `python -m benchmarks` on the node's CPU.
+# Rerun after a change that touches start-up, a live run's fixed cost or its memory.
+# Carry `.whl` (setup.sh); everything lands under $OUT.
+#   LIVE_RUNS     default live runs timed (3)
+#   BENCH_GROUPS  the benchmark groups (startup,live,replay,whole,kernlog,russian,storm)
 . tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
 . tools/device/wall_rss.sh
@@ -15,8 +16,6 @@ nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; npro
     wall_rss "live run (default)" python3 -m sitscheck run -o "json=$log/run-$n.json"
   done
 } | tee "$log/timings.txt"
-# the rule caches the runs keep (engine/cache_file.py)
-ls -la "${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/sitscheck" 2>&1 | tee -a "$log/timings.txt"
 sc run --output text > "$log/run-text.txt" 2>&1; echo "text run rc=$?" >> "$log/timings.txt"
 t=$(date +%s%N); sc run --load --bandwidth --output json="$log/run-load.json" --output text > "$log/run-load.txt" 2>&1
 echo "run --load --bandwidth: rc=$? $(ms $t) ms" | tee -a "$log/timings.txt"
@@ -29,9 +28,10 @@ for path in sys.argv[1:]:
         if c["name"] in ("gpu_telemetry", "bandwidth"):
             for g in c["facts"].get("gpus", []):
                 print(" ", c["name"], {k: g.get(k) for k in ("power_w", "clock_reasons",
-                      "sm_clock_mhz", "h2d_gbs", "d2h_gbs", "local_gbs")})
+                      "sm_clock_mhz", "h2d_gbs", "d2h_gbs", "hbm_gbs")})
     print("  not ok:", [v["rule"] + ":" + v["status"] for v in r["verdicts"] if v["status"] != "ok"])
 PY
+python3 -m benchmarks.nvml_parallel 3 2>&1 | tee -a "$log/timings.txt"
 BENCH_ONLY=${BENCH_GROUPS:-startup,live,replay,whole,kernlog,russian,storm} BENCH_REPEAT=3 \
   timeout 420 python3 -m benchmarks > "$log/benchmarks.txt" 2>&1
 echo "benchmarks rc=$?" >> "$log/benchmarks.txt"

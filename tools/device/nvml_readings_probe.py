@@ -2,7 +2,8 @@
 (memory v1/v2, total energy, NVLink throughput counters all-links and per link, GPM NVLink
 totals, NVLink states), raw through pynvml, each as its value or its NVML error name.
 
-Run on the lent GPU machine: `python3 tools/device/readings_probe.py` (prints JSON).
+Run on the lent GPU machine: `python3 tools/device/nvml_readings_probe.py` (prints JSON;
+`tools/device/nvml_probes.sh` runs it with the other NVML probes).
 """
 
 from __future__ import annotations

@@ -1,28 +1,20 @@
 #!/usr/bin/env bash
-# Device (issue 19, fixed cost): where a live run's time beyond its sampling window goes.
-# The installed CLI (byte-compiled wheels, carried in `.whl`): the raw quick check's commands,
-# default live runs (wall, peak RSS), a timeline of each run's calls on every thread
-# (tools/device/timeline.py), a cProfile of every thread, an import-time profile, replays of
-# the recorded 1-GPU bundles, and the live/replay benchmark rows. Everything lands in $OUT.
-# Run from the main checkout with this folder carried as `.fixedcost` (whl/, timeline.py).
-set -u
-export PYTHONUNBUFFERED=1
-W=${FIXEDCOST_DIR:-.fixedcost}
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site "$W"/whl/*.whl || exit 1
-python3 -m compileall -q -j 0 /tmp/site > /dev/null  # as an install leaves it
-export PYTHONPATH=/tmp/site:$PWD
-ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-log=$OUT/log; mkdir -p "$log"
+# Where a live run's time beyond its sampling window goes, on the lent GPU node: the raw quick
+# check's commands, default live runs (wall, peak RSS), a timeline of each run's calls on every
+# thread (timeline.py), a cProfile of every thread, an import-time profile, replays of the
+# recorded 1-GPU bundles, and the live/replay benchmark rows. Rerun when a live run or a replay
+# got slower and it is not clear where. Carry `.whl` (setup.sh; with .whl/old/*.whl, the code
+# to compare with, sitscheck alone, the two run interleaved); everything lands under $OUT.
+. tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
 nproc; python3 --version
-T=$W/timeline.py
+T=tools/device/timeline.py
 . tools/device/wall_rss.sh
-# With $W/old/*.whl (the code before, sitscheck alone): before and after interleaved, in one
+# With .whl/old/*.whl (the code before, sitscheck alone): before and after interleaved, in one
 # run, on the same node; the dependencies are the same wheels.
-if ls "$W"/old/*.whl > /dev/null 2>&1; then
+if ls .whl/old/*.whl > /dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/old \
-    "$W"/old/*.whl && python3 -m compileall -q -j 0 /tmp/old > /dev/null
+    .whl/old/*.whl && python3 -m compileall -q -j 0 /tmp/old > /dev/null
 fi
 versions() { [ -d /tmp/old ] && echo "before after" || echo "after"; }
 as() { if [ "$1" = before ]; then PYTHONPATH=/tmp/old:/tmp/site:$PWD; else PYTHONPATH=/tmp/site:$PWD; fi; }

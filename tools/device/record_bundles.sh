@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Record real-node evidence on the lent GPU machine (see the device tool): bundles for CI
-# replay, raw command outputs, and run timings. Writes everything under $OUT.
+# Record real-node evidence on the lent GPU node for CI replay: raw command outputs (env,
+# `nvidia-smi`, `topo -m` piped and on a tty, `topo -p2p r`, `-q`), bundles of the idle node,
+# under load and with the bandwidth probe (`sitscheck collect`), each replayed once, and live
+# runs. Rerun to record a new driver, GPU or node shape as tests/bundles/<name>.
+# Carry `.whl` (setup.sh); everything lands under $OUT.
 . tools/device/setup.sh
 raw=$OUT/raw; mkdir -p "$raw"
 {
@@ -21,18 +24,21 @@ nvidia-smi topo -p2p r > "$raw/topo-p2p-r.txt" 2>&1
 script -qc "nvidia-smi topo -m" /dev/null > "$raw/topo-m-tty.txt" 2>&1 || true
 nvidia-smi -q > "$raw/q.txt" 2>&1
 ( cd "$raw" && tar czf "$OUT/raw.tar.gz" . ) && rm -rf "$raw"
-for mode in idle load; do
-  extra=""; [ "$mode" = load ] && extra="--load --sample-seconds 5"
-  start=$(date +%s%N)
-  sc collect "$OUT/b-$mode" $extra > "$OUT/collect-$mode.log" 2>&1
-  end=$(date +%s%N)
-  echo "collect $mode: $(( (end - start) / 1000000 )) ms" >> "$OUT/timings.txt"
+for mode in idle load bandwidth; do
+  case $mode in
+    idle) extra="" ;;
+    load) extra="--load --sample-seconds 5" ;;
+    bandwidth) extra="--bandwidth" ;;
+  esac
+  t=$(date +%s%N); sc collect "$OUT/b-$mode" $extra > "$OUT/collect-$mode.log" 2>&1
+  echo "collect $mode: rc=$? $(ms $t) ms" >> "$OUT/timings.txt"
+  t=$(date +%s%N); sc run --from "$OUT/b-$mode" --output text > "$OUT/replay-$mode.txt" 2>&1
+  echo "replay of it: rc=$? $(ms $t) ms" >> "$OUT/timings.txt"
   ( cd "$OUT/b-$mode" && tar czf "$OUT/h200-$mode.tar.gz" . ) && rm -rf "$OUT/b-$mode"
 done
 for args in "" "--load"; do
-  start=$(date +%s%N)
+  t=$(date +%s%N)
   sc run $args --output json="$OUT/run$args.json" --output text > "$OUT/run$args.txt" 2>&1
-  rc=$?; end=$(date +%s%N)
-  echo "run $args: rc=$rc $(( (end - start) / 1000000 )) ms" >> "$OUT/timings.txt"
+  echo "run $args: rc=$? $(ms $t) ms" >> "$OUT/timings.txt"
 done
 cat "$OUT/timings.txt"; cat "$OUT/run.txt"
