@@ -14,6 +14,14 @@ from corpus_paths import REPO_ROOT, SHARED_CORPUS
 __all__ = ["REPO_ROOT", "SHARED_CORPUS"]
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-expected",
+        action="store_true",
+        help="rewrite tests/storm/expected/ from the code under test (then read the diff)",
+    )
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared corpus's samples, as the repository holds them (tests/corpus/shared)."""
@@ -43,7 +51,9 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
 # coverage-guided and mutation fuzzing, property-based (hypothesis) suites, the plugin
 # installed into a fresh venv, a real Slurm cluster, secrets through every delivery path, the
 # CEL engines' random-expression differential, and the streams of tens of megabytes to
-# gigabytes that prove memory stays bounded.
+# gigabytes that prove memory stays bounded. Also the old-engine differential (every bundle
+# replayed under each CEL engine: tests/storm/test_expected.py holds every bundle's facts and
+# verdicts under the default one) and the kernel-log pre-filter worker's process faults.
 SLOW_PATHS = (
     "faults/",
     "fuzz/",
@@ -52,6 +62,8 @@ SLOW_PATHS = (
     "packaging/test_packaging_slurm_real.py",
     "security/",
     "foundation/test_cel_fast_paths.py",
+    "rules/test_engine_differential.py",
+    "unit/test_kernlog_prefilter_worker.py",
 )
 SLOW_NAMES = ("gigabyte", "megabyte")
 

@@ -20,6 +20,7 @@ import re
 from typing import Literal
 
 from msgspec import Struct
+from sitscheck.contract import unique_index
 
 __all__ = [
     "Action",
@@ -669,8 +670,9 @@ _SXIDS: tuple[XidInfo, ...] = (
     ),
 )
 
-_XID_BY_CODE: dict[int, XidInfo] = {info.code: info for info in _XIDS}
-_SXID_BY_CODE: dict[int, XidInfo] = {info.code: info for info in _SXIDS}
+# a code listed twice is refused at import (a dict would keep the second entry silently)
+_XID_BY_CODE: dict[int, XidInfo] = unique_index(_XIDS, lambda info: info.code, "Xid catalogue")
+_SXID_BY_CODE: dict[int, XidInfo] = unique_index(_SXIDS, lambda info: info.code, "SXid catalogue")
 
 # Xid 154: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
 _RECOVERY = re.compile(r"\bto\s+0x[0-9a-fA-F]+\s*\((?P<label>[^)]*)\)")

@@ -27,6 +27,7 @@ from .declarations import (
     NvmlRead,
     ProfileKey,
     RuleFiles,
+    unique_index,
 )
 
 if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports none of them
@@ -93,4 +94,5 @@ __all__ = [
     "kernel_log_skip",
     "nvml_reads_skip",
     "scan_lines",
+    "unique_index",
 ]

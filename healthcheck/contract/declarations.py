@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from msgspec import Struct, field
 
@@ -87,11 +87,29 @@ class CodeTable(Protocol):
         ...
 
 
+_Key = TypeVar("_Key", bound=Hashable)
+_Entry = TypeVar("_Entry")
+
+
+def unique_index(
+    entries: Iterable[_Entry], key: Callable[[_Entry], _Key], table: str
+) -> dict[_Key, _Entry]:
+    """`entries` by `key`, refusing a key given twice (ValueError naming `table` and the key):
+    in a plain dict the second entry would silently shadow the first."""
+    out: dict[_Key, _Entry] = {}
+    for entry in entries:
+        name = key(entry)
+        if name in out:
+            raise ValueError(f"{table}: {name!r} is listed twice")
+        out[name] = entry
+    return out
+
+
 class Codes:
-    """A plain table of `CodeSpec`s."""
+    """A plain table of `CodeSpec`s (a code listed twice is refused)."""
 
     def __init__(self, specs: Iterable[CodeSpec]) -> None:
-        self._specs = {spec.code: spec for spec in specs}
+        self._specs = unique_index(specs, lambda spec: spec.code, "finding codes")
 
     def get(self, code: str) -> CodeSpec | None:
         return self._specs.get(code)

@@ -37,11 +37,12 @@ class FakeCheck:
     def codes(self) -> Codes:
         if not self.declare_output or not isinstance(self.output, CheckOutput):
             return Codes(())
-        return Codes(
-            CodeSpec(f.code, f.severity, "a fake finding", "none")
+        specs = {  # one code a table: two findings may share one
+            f.code: CodeSpec(f.code, f.severity, "a fake finding", "none")
             for f in self.output.findings
             if hasattr(f, "code")
-        )
+        }
+        return Codes(specs.values())
 
     def applicable(self, sources: Sources, config: RunConfig) -> str | None:
         return self.skip
@@ -54,12 +55,26 @@ class FakeCheck:
 
 @dataclass
 class HangingCheck(FakeCheck):
-    """Never returns until `gate` is set (set it at teardown)."""
+    """Never returns until `gate` is set (set it at teardown); records its deadline."""
 
     gate: threading.Event = field(default_factory=threading.Event)
+    deadlines: list[float] = field(default_factory=list)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
+        self.deadlines.append(ctx.deadline)
         self.gate.wait()
+        return self.output
+
+
+@dataclass
+class MeetingCheck(FakeCheck):
+    """Returns once every check sharing its `barrier` has reached it: checks run one after
+    another never meet (the first waits out its deadline)."""
+
+    barrier: threading.Barrier = field(default_factory=lambda: threading.Barrier(1))
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        self.barrier.wait(timeout=ctx.remaining())
         return self.output
 
 

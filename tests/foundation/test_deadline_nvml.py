@@ -1,4 +1,10 @@
-"""`DeadlineCaller` (a call never blocks its caller past the deadline) and the `Nvml` wrapper."""
+"""`DeadlineCaller` (a call never blocks its caller past the deadline) and the `Nvml` wrapper.
+
+A hung call is a call waiting on `gate`, which opens when the test ends (or, if the code under
+test waited for the hung call, after `RELEASE_S`, so that such a bug fails instead of hanging
+the suite). The fast tests assert what happened: the caller got its timeout while the call
+was still blocked, the wedged driver was not asked again. How long the caller waited is a
+slow test's, with a margin that holds on a loaded machine."""
 
 from __future__ import annotations
 
@@ -14,15 +20,20 @@ from sitscheck.errors import ProbeTimeout
 from sitscheck.sources.deadline import DeadlineCaller
 from sitscheck.sources.nvml import Nvml, NvmlCallError, NvmlUnavailable
 
-SLACK_S = 0.3
+RELEASE_S = 60.0  # a hung call returns after this at the latest (a bug, not a hang)
+LOADED_SLACK_S = 10.0  # past its deadline, what a caller may take on a loaded 2-core machine
 
 
 @pytest.fixture
 def gate() -> Iterator[threading.Event]:
-    """An event blocked calls wait on; set at teardown so their threads end."""
+    """An event blocked calls wait on; set at teardown (or after RELEASE_S) so they end."""
     event = threading.Event()
+    release = threading.Timer(RELEASE_S, event.set)
+    release.daemon = True
+    release.start()
     yield event
     event.set()
+    release.cancel()
 
 
 @pytest.fixture
@@ -57,15 +68,15 @@ def test_reraises_the_calls_own_exception(caller: DeadlineCaller) -> None:
     assert caller.call(lambda: "still works", 1.0, "after") == "still works"
 
 
-def test_blocking_call_times_out_within_the_deadline(
+def test_blocking_call_times_out_while_the_call_is_still_blocked(
     caller: DeadlineCaller, gate: threading.Event
 ) -> None:
     started = time.monotonic()
     with pytest.raises(ProbeTimeout) as caught:
         caller.call(gate.wait, 0.3, "nvmlDeviceGetPowerUsage(handle)")
-    elapsed = time.monotonic() - started
-    assert 0.3 <= elapsed < 0.3 + SLACK_S
-    assert "nvmlDeviceGetPowerUsage(handle)" in str(caught.value)
+    assert time.monotonic() - started >= 0.3  # never before its deadline
+    assert not gate.is_set()  # the caller did not wait for the call
+    assert "nvmlDeviceGetPowerUsage(handle) did not return within 0.3s" in str(caught.value)
     assert caller.abandoned == 1
 
 
@@ -78,25 +89,35 @@ def test_later_calls_work_on_a_fresh_lane(caller: DeadlineCaller, gate: threadin
 
     with pytest.raises(ProbeTimeout):
         caller.call(block, 0.2, "block")
-    started = time.monotonic()
     first = caller.call(threading.get_ident, 1.0, "after")
     second = caller.call(threading.get_ident, 1.0, "again")
-    assert time.monotonic() - started < SLACK_S
+    assert not gate.is_set()  # answered while the first call is still blocked
     assert first != stuck["ident"]  # never queued behind the blocked call
     assert second == first  # a healthy lane is reused
     assert caller.abandoned == 1
 
 
-def test_two_blocked_calls_each_cost_only_their_deadline(
+def test_two_blocked_calls_are_each_abandoned(
     caller: DeadlineCaller, gate: threading.Event
 ) -> None:
-    started = time.monotonic()
     for _ in range(2):
         with pytest.raises(ProbeTimeout):
             caller.call(gate.wait, 0.2, "block")
-    assert time.monotonic() - started < 0.4 + SLACK_S
+    assert not gate.is_set()
     assert caller.abandoned == 2
     assert caller.call(lambda: 7, 1.0, "ok") == 7
+
+
+@pytest.mark.slow
+def test_a_blocked_call_costs_its_deadline_not_the_hang(
+    caller: DeadlineCaller, gate: threading.Event
+) -> None:
+    """Two calls that hang until RELEASE_S cost their two deadlines (a generous margin)."""
+    started = time.monotonic()
+    for _ in range(2):
+        with pytest.raises(ProbeTimeout):
+            caller.call(gate.wait, 0.5, "block")
+    assert time.monotonic() - started < 2 * 0.5 + LOADED_SLACK_S < RELEASE_S
 
 
 # ---- Nvml wrapper -----------------------------------------------------------------------
@@ -186,9 +207,8 @@ def test_call_raises_an_error_naming_the_call_with_its_arguments() -> None:
 
 def test_blocking_call_reads_as_timeout_naming_the_call(gate: threading.Event) -> None:
     nvml = Nvml(stand_in(nvmlDeviceGetUtilizationRates=lambda handle: gate.wait()), 0.3)
-    started = time.monotonic()
     reading = nvml.read("nvmlDeviceGetUtilizationRates", object())
-    assert time.monotonic() - started < 0.3 + SLACK_S
+    assert not gate.is_set()  # read while the call is still blocked
     assert reading.state == "timeout"
     assert reading.detail is not None and "nvmlDeviceGetUtilizationRates(handle)" in reading.detail
     assert nvml.stuck_at == "nvmlDeviceGetUtilizationRates(handle)"
@@ -201,18 +221,18 @@ def test_after_a_hung_call_nvml_fails_fast_naming_it(gate: threading.Event) -> N
         calls.append("power")
         return 70000
 
+    def utilization(handle: Any) -> None:
+        calls.append("utilization")
+        gate.wait()
+
     nvml = Nvml(
-        stand_in(
-            nvmlDeviceGetUtilizationRates=lambda handle: gate.wait(), nvmlDeviceGetPowerUsage=power
-        ),
-        0.3,
+        stand_in(nvmlDeviceGetUtilizationRates=utilization, nvmlDeviceGetPowerUsage=power), 0.3
     )
     assert nvml.read("nvmlDeviceGetPowerUsage", object()).value == 70000
     assert nvml.read("nvmlDeviceGetUtilizationRates", object()).state == "timeout"
-    started = time.monotonic()
     later = [nvml.read("nvmlDeviceGetPowerUsage", object()) for _ in range(20)]
-    assert time.monotonic() - started < 0.1  # not 20 more deadlines
-    assert calls == ["power"]  # the wedged driver is not asked again
+    later.append(nvml.read("nvmlDeviceGetUtilizationRates", object()))
+    assert calls == ["power", "utilization"]  # the wedged driver is not asked again: no waits
     assert {r.state for r in later} == {"timeout"}
     assert later[0].detail is not None
     assert "nvmlDeviceGetUtilizationRates(handle)" in later[0].detail
@@ -233,13 +253,25 @@ def test_init_failure_with_a_driver_is_not_no_driver() -> None:
     assert not caught.value.no_driver
 
 
-def test_init_that_blocks_is_unavailable_within_the_deadline(gate: threading.Event) -> None:
+def test_init_that_blocks_is_unavailable_while_it_still_blocks(gate: threading.Event) -> None:
     nvml = Nvml(stand_in(nvmlInit=gate.wait), 0.3)
-    started = time.monotonic()
     with pytest.raises(NvmlUnavailable) as caught:
         nvml.init()
-    assert time.monotonic() - started < 0.3 + SLACK_S
+    assert not gate.is_set()
     assert "nvmlInit" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_blocked_read_and_init_cost_their_deadline_not_the_hang(gate: threading.Event) -> None:
+    nvml = Nvml(stand_in(nvmlInit=gate.wait), 0.5)
+    started = time.monotonic()
+    with pytest.raises(NvmlUnavailable):
+        nvml.init()
+    assert time.monotonic() - started < 0.5 + LOADED_SLACK_S < RELEASE_S
+    hung = Nvml(stand_in(nvmlDeviceGetName=lambda handle: gate.wait()), 0.5)
+    started = time.monotonic()
+    assert hung.read("nvmlDeviceGetName", object()).state == "timeout"
+    assert time.monotonic() - started < 0.5 + LOADED_SLACK_S < RELEASE_S
 
 
 def test_init_once_and_shutdown_once() -> None:
@@ -273,9 +305,14 @@ def test_real_pynvml_errors_map_the_same_way() -> None:
 
 
 def test_shutdown_after_a_hung_call_does_not_wait_again(gate: threading.Event) -> None:
-    nvml = Nvml(stand_in(nvmlDeviceGetName=lambda handle: gate.wait(), nvmlShutdown=gate.wait), 0.5)
+    shutdowns: list[str] = []
+
+    def shutdown() -> None:
+        shutdowns.append("nvmlShutdown")
+        gate.wait()
+
+    nvml = Nvml(stand_in(nvmlDeviceGetName=lambda handle: gate.wait(), nvmlShutdown=shutdown), 0.5)
     nvml.init()
     assert nvml.read("nvmlDeviceGetName", object()).state == "timeout"
-    started = time.monotonic()
     nvml.shutdown()
-    assert time.monotonic() - started < 0.1
+    assert shutdowns == []  # the wedged driver is not asked to shut down: nothing to wait for

@@ -1,9 +1,8 @@
-"""A hung `nvidia-smi` on a node without NVML: the driver check is UNKNOWN, in seconds, and
-the hung process group is gone afterwards."""
+"""A hung `nvidia-smi` on a node without NVML: the driver check is UNKNOWN after the command's
+own 1 s timeout, and the hung process group is gone afterwards."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import cast
 
@@ -42,7 +41,6 @@ def test_hung_nvidia_smi_makes_the_driver_check_unknown(
         LiveOptions(driver_markers=(str(marker),), command_timeout_s=1, sys_root=str(tmp_path)),
         CommandRunner(path=str(tmp_path / "bin")),
     )
-    began = time.monotonic()
     try:
         (result,) = run_checks(
             [driver_check()],
@@ -51,14 +49,13 @@ def test_hung_nvidia_smi_makes_the_driver_check_unknown(
         )
     finally:
         sources.close()
-    elapsed = time.monotonic() - began
 
     assert result.name == "driver"
     assert result.status == Status.UNKNOWN
     assert result.error is not None
     assert "`nvidia-smi -L` did not answer within 1 s; killed" in result.error
     assert "NVML" in result.error  # why it fell back to nvidia-smi at all
-    assert elapsed < 5.0, f"took {elapsed:.1f}s"
+    # (its own 1 s, not the check's 15 s deadline: that would read "no result within ...")
     pids = read_pids(pidfile)
     assert len(pids) >= 2, "the fake nvidia-smi never started"
     assert still_running(pids) == []

@@ -207,6 +207,28 @@ def mlx4_files(bus: str) -> dict[str, str]:
     return files
 
 
+def paired_topo() -> str:
+    """The recorded 2×H200 matrix with NIC0/NIC1 behind GPU0/GPU1 (PXB) and the NIC legend."""
+    lines = (H200X2 / "nvidia-smi-topo-m.txt").read_text().split("\n")
+    head, gpu0, gpu1 = lines[0], lines[1], lines[2]
+    head = head.replace("GPU1\tCPU Affinity", "GPU1\tNIC0\tNIC1\tCPU Affinity")
+    gpu0 = gpu0.replace("NV18\t", "NV18\tPXB\tNODE\t", 1)
+    gpu1 = gpu1.replace(" X \t", " X \tNODE\tPXB\t", 1)
+    nic0 = "NIC0\tPXB\tNODE\t X \tNODE"
+    nic1 = "NIC1\tNODE\tPXB\tNODE\t X "
+    rest = "\n".join(lines[3:]).rstrip("\n")
+    legend = "\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n"
+    return "\n".join([head, gpu0, gpu1, nic0, nic1]) + "\n" + rest + legend
+
+
+def paired_bundle(tmp_path: Path) -> Bundle:
+    """The recorded 2×H200 bundle with one NDR HCA behind each GPU (`paired_topo`)."""
+    files = hca_files("mlx5_0", "0000:00:0a.0") | hca_files("mlx5_1", "0000:00:0b.0")
+    bundle = Bundle.of(tmp_path, files)
+    (bundle.root / "nvidia-smi-topo-m.txt").write_text(paired_topo())
+    return bundle
+
+
 def fact_bundles(root: Path) -> list[Path]:
     """Bundles whose `infiniband` facts hold every key the facts model declares (for
     tests/rules/test_facts_models.py): the eight NDR HCAs of an HGX node with counters that

@@ -23,14 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import (
     CORPUS,
     DOWN,
-    H200X2,
     HDR,
     IB,
     POLLING,
     Bundle,
     eight_ndr_hcas,
-    hca_files,
     mlx4_files,
+    paired_bundle,
     pci_device,
 )
 
@@ -216,29 +215,8 @@ def test_a_cq_overrun_in_the_kernel_log_names_its_hca(tmp_path: Path) -> None:
 
 
 # --- a GPU and its NIC ----------------------------------------------------------------------
-def _paired_topo() -> str:
-    """The recorded 2×H200 matrix with NIC0/NIC1 behind GPU0/GPU1 (PXB) and the NIC legend."""
-    lines = (H200X2 / "nvidia-smi-topo-m.txt").read_text().split("\n")
-    head, gpu0, gpu1 = lines[0], lines[1], lines[2]
-    head = head.replace("GPU1\tCPU Affinity", "GPU1\tNIC0\tNIC1\tCPU Affinity")
-    gpu0 = gpu0.replace("NV18\t", "NV18\tPXB\tNODE\t", 1)
-    gpu1 = gpu1.replace(" X \t", " X \tNODE\tPXB\t", 1)
-    nic0 = "NIC0\tPXB\tNODE\t X \tNODE"
-    nic1 = "NIC1\tNODE\tPXB\tNODE\t X "
-    rest = "\n".join(lines[3:]).rstrip("\n")
-    legend = "\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n"
-    return "\n".join([head, gpu0, gpu1, nic0, nic1]) + "\n" + rest + legend
-
-
-def _paired_bundle(tmp_path: Path) -> Bundle:
-    files = hca_files("mlx5_0", "0000:00:0a.0") | hca_files("mlx5_1", "0000:00:0b.0")
-    bundle = Bundle.of(tmp_path, files)
-    (bundle.root / "nvidia-smi-topo-m.txt").write_text(_paired_topo())
-    return bundle
-
-
 def test_the_paired_topology_reads_each_gpus_nic(tmp_path: Path) -> None:
-    report = replay(_paired_bundle(tmp_path).write(), FEW)
+    report = replay(paired_bundle(tmp_path).write(), FEW)
     topo = report.check("topology")
     assert topo is not None and topo.status == Status.OK, topo
     nearest = {g["index"]: (g["nearest_nic"], g["nearest_nic_kind"]) for g in topo.facts["per_gpu"]}
@@ -247,7 +225,7 @@ def test_the_paired_topology_reads_each_gpus_nic(tmp_path: Path) -> None:
 
 
 def test_a_gpus_nic_down_is_one_diagnosis_with_the_nic_as_cause(tmp_path: Path) -> None:
-    bundle = _paired_bundle(tmp_path)
+    bundle = paired_bundle(tmp_path)
     for reading in (bundle.start, bundle.end):
         reading.update(
             {f"{IB}/mlx5_1/ports/1/state": DOWN, f"{IB}/mlx5_1/ports/1/phys_state": POLLING}
@@ -266,7 +244,7 @@ def test_a_gpus_nic_down_is_one_diagnosis_with_the_nic_as_cause(tmp_path: Path) 
 
 
 def test_a_gpus_nic_slow_explains_the_rate_verdict(tmp_path: Path) -> None:
-    bundle = _paired_bundle(tmp_path)
+    bundle = paired_bundle(tmp_path)
     for reading in (bundle.start, bundle.end):
         reading[f"{IB}/mlx5_0/ports/1/rate"] = HDR
     report = replay(bundle.write(), FEW)

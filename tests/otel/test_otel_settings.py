@@ -402,6 +402,7 @@ _KEYS = st.sampled_from([*OtlpSettings.model_fields, "endpiont", "zstd"]) | st.t
     ),
 )
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow  # property-based: 300 examples
 def test_no_otlp_section_or_variable_stops_a_run(section: object, env: dict[str, str]) -> None:
     """Whatever the site file's `otlp:` holds and whatever the OTEL_* variables say, the run's
     settings resolve (warnings at most): only `--otlp` may be a user error."""

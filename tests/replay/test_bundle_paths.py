@@ -41,7 +41,14 @@ def _tarball(bundle: Path, archive: Path) -> Path:
     return archive
 
 
-@pytest.mark.parametrize("case", CASES)
+# One bundle of each shape in the fast suite (NVML, sysfs and the kernel log; a bandwidth
+# record; TensorRT logs in a materialised scenario); every other bundle in the slow one.
+SHAPES = ("h200x2-idle-v0", "h200x1-bandwidth-v1", "scenarios/seed-worked-example")
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=() if c in SHAPES else pytest.mark.slow) for c in CASES]
+)
 def test_a_bundle_named_any_way_gives_the_same_report(
     case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

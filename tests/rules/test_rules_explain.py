@@ -178,6 +178,7 @@ def test_an_sxid_comes_from_the_catalog() -> None:
 def test_a_finding_code_comes_from_the_codes_table() -> None:
     text = explain_text("pcie_link.width_degraded", RULESET)
     assert text.startswith("pcie_link.width_degraded: finding of the pcie_link check")
+    assert explain_text(" PCIe_Link.Width_Degraded ", RULESET) == text  # as an operator types it
     assert "70 %" in text and "warning" in text and "hardware" in text
     assert "explained by:  quick_check.degraded_link_aer" in text
     assert "reseat" in text

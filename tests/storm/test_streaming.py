@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from sitscheck.checks.pcie_aer import parse as aer_parse
 from sitscheck.checks.pcie_aer.judge import GpuPath, findings, gpu_summary
 from sitscheck.checks.pcie_aer.parse import AerEvent, AerLines, parse_aer
@@ -219,6 +220,7 @@ def _held_after(feed: int) -> int:
     return _held_by(AerLines(), corrected_storm(feed, fatal_every=9))
 
 
+@pytest.mark.slow  # 55,000 reports, each handler
 def test_the_aer_handler_holds_the_same_for_5k_and_50k_reports() -> None:
     small, large = _held_after(5_000), _held_after(50_000)
     assert large - small < 64 * 1024, (small, large)
@@ -235,6 +237,7 @@ def _xid_held_after(feed: int) -> int:
     )
 
 
+@pytest.mark.slow  # 55,000 reports, each handler
 def test_the_xid_handler_holds_the_same_for_5k_and_50k_reports() -> None:
     small, large = _xid_held_after(5_000), _xid_held_after(50_000)
     assert large - small < 64 * 1024, (small, large)

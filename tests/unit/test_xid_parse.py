@@ -127,6 +127,26 @@ def test_multiline_fallen_off_message_from_kmsg_record() -> None:
     )
 
 
+# tests/corpus/shared/xid/011-fallen-off-bus-multiline-no-xid-570-open.txt, with one line of
+# another NVRM print (tests/corpus/shared/xid/028-...: a check that failed) printed inside it.
+FALLEN_WITH_A_STRAY_LINE = """
+[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+[ 1843.308150] NVRM: nvCheckFailedNoLog: Check failed: (status == NV_OK) || (status == NV_ERR_GPU_IN_FULLCHIP_RESET) @ gpu_user_shared_data.c:503
+               NVRM: (PCI ID: 10de:26b5) installed in this system has
+               NVRM: fallen off the bus and is not responding to commands.
+[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).
+"""
+
+
+def test_one_stray_nvrm_line_inside_the_three_line_fallen_off_message_is_allowed() -> None:
+    """The message is read across one line of another print (`_FALL_LINES`): its GPU is the
+    one the first line names, not an unnamed device."""
+    (only,) = events(FALLEN_WITH_A_STRAY_LINE)
+    assert (only.device, only.xid, only.time) == ("0000:b3:00.0", None, "1843.308145")
+    assert only.message.startswith("The NVIDIA GPU 0000:b3:00.0 ")
+    assert only.message.endswith("fallen off the bus and is not responding to commands.")
+
+
 def test_the_nvidia_gpu_message_that_is_not_about_the_bus_is_no_event() -> None:
     text = """
 NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:1b80)
@@ -488,6 +508,9 @@ def test_assess_refines_by_message() -> None:
     )
     assert (reboot.severity, reboot.action) == ("critical", "reboot_node")
     assert assess_xid(154, "changed from 0x1 (GPU Reset Required) to 0x0 (None)").severity == "info"
+    # draining peer-to-peer traffic keeps the GPU in service: a warning, not critical
+    drain = assess_xid(154, "GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)")
+    assert (drain.severity, drain.action) == ("warning", "drain_p2p")
     assert (
         assess_xid(149, "NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x026001c6)").severity == "critical"
     )
