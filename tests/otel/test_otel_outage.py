@@ -25,7 +25,8 @@ from sitscheck.models import Report
 
 RECEIVERS = [GrpcReceiver, HttpReceiver]
 IDS = ["grpc", "http"]
-RUN_TIMEOUT_S = 1.5  # the budget each export gets here
+RUN_TIMEOUT_S = 15.0  # the budget each export gets here: ample on a loaded machine (a run that
+# succeeds takes what it needs; the tests of a spent budget give their own)
 LOADED_SLACK_S = 10.0  # what an export may take past its budget on a loaded 2-core machine
 
 
@@ -302,4 +303,6 @@ def test_slow_name_resolution_cannot_stall_an_http_export(
     (report,) = reports(1)
     result = run(report, "http://slow-dns.test:4318", "http/protobuf", tmp_path, timeout_s=0.5)
     assert not result.current_delivered and result.pending == 2
-    assert any("no answer within" in message for message in result.errors)
+    # the stalled lookup is cut by the send's own deadline, or (on a loaded machine, where the
+    # first payload's send used the budget up) the second payload is not started: both say why
+    assert any("no answer within" in m or "out of time" in m for m in result.errors)
