@@ -29,7 +29,8 @@ def now() -> dict[str, Any]:
 def test_the_golden_file_covers_bundles_and_corpus(now: dict[str, Any]) -> None:
     assert len(RECORDED["bundles"]) >= 30 and len(RECORDED["corpus"]) >= 40
     assert sorted(now["bundles"]) == sorted(RECORDED["bundles"])
-    assert sorted(now["corpus"]) == sorted(RECORDED["corpus"])
+    # samples added since (their annotations are checked by tests/corpus) have no old output
+    assert set(RECORDED["corpus"]) <= set(now["corpus"])
     assert sorted(RECORDED["storms"]) == ["bracket", "kmsg", "relative", "syslog"]
 
 
