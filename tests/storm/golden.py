@@ -44,6 +44,9 @@ GOLDEN = HERE / "data" / "golden.json"
 KERNEL_CHECKS = ("pcie_aer", "xid")
 BASE = TESTS / "bundles" / "h200x2-idle-v1"
 STORM_REPORTS = 3000  # `storms.storm`: about 2,400 AER and 600 Xid/SXid reports
+# Rules added since the golden file was made (its `made_by`): the code before had no verdict
+# of theirs to compare, so they are left out of each record (each is tested where it is made).
+ADDED_SINCE = frozenset({"infiniband.compute_rail_lost"})
 
 
 def _scrub(value: Any, folder: Path) -> Any:
@@ -65,6 +68,7 @@ def record(folder: Path, checks: tuple[str, ...] = ()) -> dict[str, Any]:
     verdicts = [
         [v.rule, v.status.value, v.device.index if v.device else None, v.message, v.reason]
         for v in report.verdicts
+        if v.rule not in ADDED_SINCE
     ]
     out: dict[str, Any] = {
         "status": report.status.value,
