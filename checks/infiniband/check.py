@@ -94,6 +94,12 @@ class InfinibandCheck(LazyCheck):
             "InfiniBand rate (Gb/s) each compute HCA port must run at (HGX H100/H200/B200: 400 "
             "NDR; A100: 200 HDR)",
         ),
+        ProfileKey(
+            "ib_ports",
+            "integer",
+            "InfiniBand compute ports a board needs active, one rail per GPU (HGX H100/H200/"
+            "B200: 8): a node needs one per GPU it holds, at most these; fewer is a lost rail",
+        ),
     )
     evidence = EvidenceSpec(
         summary=(

@@ -32,7 +32,8 @@ CODES = Codes(
             Severity.INFO,
             (
                 "an RDMA port is administratively disabled (physical state 3: Disabled): "
-                "expected on unused ports; a GPU's own NIC disabled is a rule's critical verdict"
+                "expected on unused ports; a compute rail the profile counts (ib_ports) or a "
+                "GPU's own NIC disabled is a rule's critical verdict"
             ),
             "if the port should carry traffic: enable it (ibportstate, ip link set up)",
             FindingKind.CONDITION,

@@ -9,10 +9,13 @@ TensorRT loggers through Python/C++ (``[TRT] [W]``, ``[TensorRT] WARNING:``, ``[
 Logs as they are shipped: the prefixes of whatever carried the log are stripped first, like
 timestamps (docker-compose ``face_1  | ``, ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``,
 docker/kubectl ``--timestamps``, a Talos node's ``10.5.0.2: ``, journald's ``Mar 29 15:38:59
-host python3[1234]: ``, torchrun's ``[rank0]: ``). Lines of other programs in the same stream (a
+host python3[1234]: ``, torchrun's ``[rank0]: ``, and ONNX Runtime's ``[W:onnxruntime:<logger>,
+tensorrt_execution_provider.h:NN log] `` before TensorRT's own ``[<date> WARNING]``, also behind
+Triton's onnxruntime backend). Lines of other programs in the same stream (a
 Python traceback or warning, Python ``logging``'s ``INFO:root:``, vLLM's ``INFO 05-21 10:00:00``,
-a shell prompt) start a message of their own that is neither a warning nor an error, so that
-neither they nor their continuation lines join a TensorRT message.
+a shell prompt, ONNX Runtime's lines that are not TensorRT's) start a message of their own that
+is neither a warning nor an error, so that neither they nor their continuation lines join a
+TensorRT message.
 
 Message boundaries (tests/corpus/shared/ANNOTATION-NOTES.md, "trt"): a line with a timestamp,
 severity or source prefix starts a message; a line with none continues the message above it.
@@ -175,6 +178,10 @@ _WORD_SEVERITY: dict[str, Severity] = {
     "TRACE": "verbose",
 }
 _SOURCE_TAGS = frozenset({"TRT", "TENSORRT", "TRT-LLM", "TENSORRT-LLM"})
+# The levels a timestamp tag "[<date> LEVEL]" names: the TensorRT loggers that print it (ONNX
+# Runtime's TensorRT execution provider, onnx-tensorrt's backend) call kINTERNAL_ERROR "BUG"
+# and kVERBOSE "UNKNOWN".
+_STAMP_LEVELS: dict[str, Severity] = {**_WORD_SEVERITY, "BUG": "error", "UNKNOWN": "verbose"}
 
 # An untagged line that is a build-failed line starts a message of its own (FACTS: build-failed
 # lines are errors).
@@ -201,6 +208,17 @@ _SHIPPER_RE = re.compile(
     re.VERBOSE,
 )
 _MAX_SHIPPERS = 4
+# ONNX Runtime's logger, in front of each line it writes (its colour on a terminal, its time,
+# "[W:onnxruntime:<logger>, <file>:<line> <function>] "): a shipper's prefix where it carries
+# TensorRT's own messages (its TensorRT execution provider's logger, also behind Triton's
+# onnxruntime backend, in tensorrt_execution_provider.h), whose "[<date> WARNING]" is TensorRT's
+# severity; any other of its lines (session, graph, other execution providers) is ONNX Runtime's.
+_ORT_RE = re.compile(
+    rf"(?:\x1b\[[0-9;]*m)?(?:{_DATE_ISO}[ \t]+)?"
+    r"\[(?P<letter>[VIWEF]):onnxruntime:[^,\]\r\n]*,[ \t]*(?P<where>[^\]\r\n]*)\][ \t]?"
+)
+_ORT_TENSORRT_LOGGER = "tensorrt_execution_provider.h:"
+_ANSI_RESET = "\x1b[m"  # the end of ONNX Runtime's colour, at the end of its line
 # A line another program printed into the stream: it starts a message that is neither a
 # warning nor an error (and its untagged continuation lines are its own).
 _OTHER_PROGRAM_RE = re.compile(
@@ -253,7 +271,7 @@ def _token_kind(match: re.Match[str]) -> tuple[bool, Severity | None]:
     if match.group("word") is not None:
         return True, _WORD_SEVERITY[match.group("word").upper()]
     level = match.group("tslevel")
-    return True, _WORD_SEVERITY.get(level.upper()) if level else None
+    return True, _STAMP_LEVELS.get(level.upper()) if level else None
 
 
 def _token_end(match: re.Match[str]) -> int:
@@ -286,6 +304,21 @@ def _read_prefix(raw: str) -> _Prefix:
         prefix.severity = prefix.severity or severity
         prefix.end = pos = _token_end(match)
     return prefix
+
+
+def _ort_line(raw: str) -> _Line | None:
+    """A line ONNX Runtime's logger wrote (`_ORT_RE`), else None. TensorRT's messages are read
+    as they are without the wrapper: by TensorRT's own severity tag, else by the level ONNX
+    Runtime logged them at; its other lines are another program's."""
+    match = _ORT_RE.match(raw)
+    if match is None:
+        return None
+    rest = raw[match.end() :].removesuffix(_ANSI_RESET)
+    if not match.group("where").startswith(_ORT_TENSORRT_LOGGER):
+        return _Line(True, None, rest.strip(), False, other=True)
+    line = _split_line(rest)
+    severity = line.severity or _LETTER_SEVERITY[match.group("letter")]
+    return _Line(True, severity, line.text, line.indented)
 
 
 def _split_line(raw: str) -> _Line:
@@ -714,7 +747,7 @@ class _Scanner:
 
     def feed(self, raw: str) -> None:
         raw = _unshipped(raw[:MAX_LINE_CHARS].rstrip())
-        line = _split_line(raw)
+        line = _ort_line(raw) or _split_line(raw)
         if line.text:
             self.facts.observe(line.text)
         if not line.starts:

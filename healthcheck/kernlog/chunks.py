@@ -2,7 +2,9 @@
 
 A log is read in chunks; each chunk is searched in C for the anchors' needles (`needles`), and
 only the lines holding one (with the neighbours an anchor asks for, and the log's first lines)
-are decoded and handed on. Pure: bytes in, text lines out.
+are decoded and handed on. Pure: bytes in, text lines out. A line a fixed-width wrap broke
+(`lines.continues`) is handed on whole, its continuation joined to it (`lines.unwrap_lines`):
+a continuation need hold no needle, and is kept because the line above it is.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from .anchor import Anchor
+from .lines import LABEL, continues, may_continue, unwrap_lines
 from .needles import Chunk, NeedleFinder
 
 __all__ = [
@@ -87,7 +90,9 @@ def iter_candidate_batches(
 
 class _ChunkScan:
     """Scans the whole lines buf[start:stop] of each chunk. The last `before` lines wait for the
-    next chunk (a hit there may want them); `after` lines still owed at the end carry over."""
+    next chunk (a hit there may want them); `after` lines still owed at the end carry over, and
+    so does a line taken at the end (`pending`), which the next chunk's first lines may
+    continue."""
 
     def __init__(self, anchors: Sequence[Anchor], keep: Sequence[bytes] | None = None) -> None:
         self.anchors = anchors
@@ -99,6 +104,9 @@ class _ChunkScan:
         self.owed = 0
         self.held = b""
         self.held_ranges: list[tuple[int, int]] = []
+        # the line taken last, where the chunk ends: it waits for the next chunk's first line,
+        # which may continue it (`lines.continues`)
+        self.pending: str | None = None
 
     def lines(self, buf: Chunk, start: int, stop: int, final: bool = False) -> list[str]:
         base = start
@@ -107,8 +115,13 @@ class _ChunkScan:
             base, start, stop = len(self.held), 0, len(self.held) + stop - start
         ranges = self.held_ranges + self._ranges(buf, start, base, stop)
         cut = stop if final or not self.keep else _back_lines(buf, start, stop, self.keep)
-        spans: list[list[int]] = []  # the ranges before `cut`, those that touch joined
+        out: list[str] = []
         sent = start
+        if self.pending is not None:  # with the lines here that continue it
+            line, sent = _continued(buf, self.pending, start, cut)
+            out.append(line)
+            self.pending = None
+        spans: list[list[int]] = []  # the ranges before `cut`, those that touch joined
         carried: list[tuple[int, int]] = []
         for first, last in sorted(ranges):
             first = max(first, sent)
@@ -125,12 +138,15 @@ class _ChunkScan:
             sent = last
         self.held = bytes(buf[cut:stop])
         self.held_ranges = carried
-        out: list[str] = []
+        taken = sent  # where the last line taken ends
         for first, end in spans:
             if self.kept is None:
                 out.extend(_decode_lines(buf[first:end]))
+                taken = end
             else:
-                out.extend(_lines_at(buf, first, end, self.kept))
+                taken = _lines_at(buf, first, end, self.kept, out)
+        if taken == cut and out and not final:
+            self.pending = out.pop()
         return out
 
     def _ranges(self, buf: Chunk, floor: int, base: int, stop: int) -> list[tuple[int, int]]:
@@ -186,20 +202,24 @@ def count_newlines(chunk: Chunk) -> int:
 
 
 def _decode_lines(block: Chunk) -> list[str]:
-    """The whole lines of `block` as text: decoded at once, then split (a line break is never
-    part of a multi-byte sequence, so each line reads as it would decoded alone)."""
-    return block.decode("utf-8", "replace").split("\n")[:-1]
+    """The whole lines of `block` as text, each continuation joined to the line above it
+    (`lines.unwrap_lines`): decoded at once, then split (a line break is never part of a
+    multi-byte sequence, so each line reads as it would decoded alone)."""
+    lines = block.decode("utf-8", "replace").split("\n")[:-1]
+    return list(unwrap_lines(lines)) if may_continue(lines) else lines
 
 
-def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[str]:
-    """The lines of buf[first:end] (whole lines) that hold one of the finder's needles; all
-    of them where the needles are dense (splitting them all costs less than finding each)."""
+def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder, out: list[str]) -> int:
+    """Add to `out` the lines of buf[first:end] (whole lines) that hold one of the finder's
+    needles, each joined to the lines after it that continue it (`lines.continues`: they need
+    hold no needle); all of them where the needles are dense (splitting them all costs less
+    than finding each). Where the last line taken ends (`first` where none was)."""
     hits = finder.line_hits(buf, first, end)
     if len(hits) * DENSE_BYTES > end - first:
-        return _decode_lines(buf[first:end])
-    out: list[str] = []
+        out.extend(_decode_lines(buf[first:end]))
+        return end
     find, rfind = buf.find, buf.rfind
-    line_end = first
+    line_end = taken = first  # where the line looked at, and the line taken, last end
     for at in hits:
         if at < line_end:
             continue  # on the line just taken
@@ -210,8 +230,36 @@ def _lines_at(buf: Chunk, first: int, end: int, finder: NeedleFinder) -> list[st
         else:
             start = rfind(b"\n", line_end, at) + 1 or line_end
             line_end = find(b"\n", at, end) + 1
-        out.append(buf[start : line_end - 1].decode("utf-8", "replace"))
-    return out
+            if taken != first and buf[taken] != _BRACKET:  # the lines between may continue it
+                out[-1], taken = _continued(buf, out[-1], taken, start)
+        line = buf[start : line_end - 1].decode("utf-8", "replace")
+        # (a bracket or a label begins or marks a line of its own: told without a call)
+        if buf[start] != _BRACKET and taken == start != first and LABEL not in line:
+            if continues(out[-1], line):
+                out[-1] = out[-1].rstrip("\r") + line
+                taken = line_end
+                continue
+        out.append(line)
+        taken = line_end
+    if taken != first:
+        out[-1], taken = _continued(buf, out[-1], taken, end)
+    return taken
+
+
+def _continued(buf: Chunk, line: str, line_end: int, end: int) -> tuple[str, int]:
+    """`line` (ending at `line_end`) joined to the lines after it, before `end`, that continue
+    it (`lines.continues`), and where the last of them ends."""
+    while line_end < end and buf[line_end] != _BRACKET:
+        following = buf.find(b"\n", line_end, end) + 1 or end
+        text = buf[line_end : following - 1].decode("utf-8", "replace")
+        if LABEL in text or not continues(line, text):
+            break
+        line = line.rstrip("\r") + text
+        line_end = following
+    return line, line_end
+
+
+_BRACKET = ord("[")  # a `dmesg` line's first byte: a line of its own (`lines.continues`)
 
 
 def _back_lines(buf: Chunk, floor: int, line_start: int, count: int) -> int:

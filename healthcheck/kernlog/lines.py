@@ -22,16 +22,32 @@ printk caller id (`caller`):
 Where a line carries both a wall-clock (syslog) and a kernel timestamp, `time` is the kernel's
 own (innermost) one; the syslog one is used when it is the only one. A /dev/kmsg record's
 microseconds are given as `dmesg` prints that clock ("512.100200").
+
+A log pasted from a mail or a commit message may be broken at a fixed width (``... type=Physical
+La`` / ``yer, id=00e0(Receiver ID)``). Such a line is one line (facts.md, "aer"): `unwrap_lines`
+joins each continuation (`continues`) to the line above it, as it was (the wrap kept every
+character, so nothing is added where the break split a word).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from itertools import islice, repeat
+from operator import contains
 
 from msgspec import Struct
 
-__all__ = ["KernelLine", "PlainLines", "iter_kernel_lines", "split_kernel_line"]
+__all__ = [
+    "LABEL",
+    "KernelLine",
+    "PlainLines",
+    "continues",
+    "iter_kernel_lines",
+    "may_continue",
+    "split_kernel_line",
+    "unwrap_lines",
+]
 
 
 class KernelLine(Struct, frozen=True):
@@ -192,6 +208,66 @@ class PlainLines:
                 self._plain.clear()
             plain = self._plain[body] = _PLAIN_REST.match(body) is not None
         return body if plain else None
+
+
+# A line of its own (`continues`) begins, after any indentation, with one of these: a bracket,
+# a console level or a firmware record's "{1}" (a timestamp, bit lines "[ 0] RxErr",
+# "[Hardware Error]: "); or it carries a label, a colon and a blank (a facility "NVRM: ", a
+# device prefix "pcieport 0000:00:1c.0: ", a syslog tag "host kernel: ", "TLP Header: ").
+_OWN_FIRST = "[<{"
+LABEL = ": "
+# A line that begins like a sentence ("Disabling lock debugging due to kernel taint").
+_SENTENCE = re.compile(r"[A-Z][a-z]")
+
+
+def continues(above: str, line: str) -> bool:
+    """Whether `line` is the rest of the line `above` it (each with its line break or not),
+    broken by a fixed-width wrap (facts.md, "aer"): it carries no timestamp, device prefix or
+    facility of its own and cannot start a record. A line of its own begins with a bracket (a
+    timestamp, a bit line "[ 0] RxErr"), a console level or "{1}", carries a label (a colon and
+    a blank) or a log tool's prefix, ends with a colon or holds no word ("..."); so is a blank
+    line. Below a line with no timestamp (in a log whose lines carry none), an indented line (a
+    detail or call-trace line) and a sentence are lines of their own too; below a timestamped
+    line, a line with none is that record's (a wrap at a blank leaves the blank at its start)."""
+    line = line.rstrip("\r\n")
+    text = line.lstrip()
+    if not text or text[0] in _OWN_FIRST or LABEL in text:
+        return False
+    word = text.rstrip()
+    if word.endswith(":") or not any(map(str.isalnum, word)) or not above.strip():
+        return False
+    own = split_kernel_line(line)
+    if own is None or own.body != text:
+        return False  # a log tool's prefix (or a /dev/kmsg record's dictionary line)
+    if line[0].isspace() or _SENTENCE.match(text):
+        stamped = split_kernel_line(above)
+        return stamped is not None and (stamped.time is not None or stamped.seq is not None)
+    return True
+
+
+def may_continue(lines: list[str]) -> bool:
+    """Whether a line of `lines` after the first may continue the line above it (`continues`);
+    where not, none does: each of them begins with a bracket (a `dmesg` log) or carries a label
+    (a log tool's tag, a facility, a device). Told in C."""
+    if all(map(str.startswith, islice(lines, 1, None), repeat("["))):
+        return False
+    return not all(map(contains, islice(lines, 1, None), repeat(LABEL)))
+
+
+def unwrap_lines(lines: Iterable[str]) -> Iterator[str]:
+    """The lines, each continuation (`continues`) joined to the line above it as it was (a
+    fixed-width wrap kept every character, so no space is added); the others as given."""
+    held: str | None = None
+    for raw in lines:
+        if held is not None:
+            # (a bracket or a label begins or marks a line of its own: told without a call)
+            if raw[:1] != "[" and LABEL not in raw and continues(held, raw):
+                held = held.rstrip("\r\n") + raw
+                continue
+            yield held
+        held = raw
+    if held is not None:
+        yield held
 
 
 def _split_escaped_newlines(record: KernelLine) -> Iterator[KernelLine]:

@@ -26,7 +26,7 @@ from ..sources.scope import work_deadline
 from .anchor import Anchor
 from .chunks import iter_candidate_batches, kept_needles
 from .file_chunks import CHUNK_BYTES, LineCounter, read_chunks
-from .lines import PlainLines, iter_kernel_lines, plain_stamp
+from .lines import PlainLines, iter_kernel_lines, plain_stamp, unwrap_lines
 from .prefilter_pipe import WORKER_MIN_BYTES, PrefilterWorker, WorkerUnavailable, worth_a_worker
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
@@ -238,10 +238,11 @@ def declared_interests(checks: Iterable[Any]) -> dict[str, KernelLogInterest]:
 def scan_lines(
     lines: Iterable[str], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:
-    """(lines read, each interest's handler result) over raw lines."""
+    """(lines read, each interest's handler result) over raw lines (a line a fixed-width wrap
+    broke is read whole, as `scan_file` reads it: `unwrap_lines`)."""
     handlers = _Handlers(interests)
     counter = _Counter()
-    handlers.feed(counter.count(lines))
+    handlers.feed(unwrap_lines(counter.count(lines)))
     return counter.lines, handlers.results()
 
 

@@ -22,6 +22,7 @@ from sitscheck.reporters.table import render_table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import (
     CORPUS,
+    DISABLED,
     DOWN,
     HDR,
     IB,
@@ -39,8 +40,18 @@ FEW = ["driver", "topology", "infiniband"]
 ONLY = ["infiniband"]  # the counter-rate cases: node rules only
 
 
-def replay(root: Path, checks: list[str] | None = None, profile: str | None = None) -> Report:
-    return execute(RunRequest(RunConfig(checks=checks or [], profile=profile), str(root)))
+def replay(
+    root: Path,
+    checks: list[str] | None = None,
+    profile: str | None = None,
+    ignore: list[str] | None = None,
+) -> Report:
+    config = RunConfig(
+        checks=checks or [],
+        profile=profile,
+        check_config={"infiniband": {"ignore_ports": ignore}} if ignore else {},
+    )
+    return execute(RunRequest(config, str(root)))
 
 
 def ib(report: Report):  # type: ignore[no-untyped-def]
@@ -125,6 +136,65 @@ def test_the_recorded_h100_nodes_disabled_ethernet_ports_are_no_problem(tmp_path
     report = replay(Bundle.of(tmp_path, files).write(), FEW)
     assert above_ok(report) == ([], [])
     assert [f.code for f in ib(report).findings] == ["infiniband.port_disabled"] * 3
+
+
+H200X4 = H200X2.parent / "h200x4-idle"  # a VM holding 4 of an HGX H200's 8 GPUs
+
+
+def _rails(tmp_path: Path, hcas: int = 4, disabled: str | None = "mlx5_3") -> Path:
+    """The 4-GPU H200 bundle with `hcas` NDR HCAs, one port each (`disabled` switched off)."""
+    files = {k: v for k, v in eight_ndr_hcas().items() if not k.startswith(_beyond(hcas))}
+    bundle = Bundle.of(tmp_path, files, source=H200X4)
+    if disabled is not None:
+        for reading in (bundle.start, bundle.end):
+            port = f"{IB}/{disabled}/ports/1"
+            reading.update({f"{port}/state": DOWN, f"{port}/phys_state": DISABLED})
+    return bundle.write()
+
+
+def _beyond(hcas: int) -> tuple[str, ...]:
+    return tuple(f"{IB}/mlx5_{n}/" for n in range(hcas, 8))
+
+
+def test_a_disabled_rail_on_a_node_that_needs_it_is_critical_naming_it(tmp_path: Path) -> None:
+    """Issue 29 item 15: a port switched off (phys_state 3: Disabled) is the check's info, as
+    on an unused port; on a node whose profile gives each GPU its rail (`ib_ports`: 8 on an
+    h200-sxm board) four GPUs need four active InfiniBand ports: three is a lost rail, a
+    critical verdict naming the port. A profile without `ib_ports` leaves it info."""
+    root = _rails(tmp_path)
+    report = replay(root, FEW)
+    findings = [(f.code, f.severity.value) for f in ib(report).findings]
+    assert findings == [("infiniband.port_disabled", "info")]
+    assert above_ok(report) == ([], ["infiniband.compute_rail_lost"])
+    (verdict,) = [v for v in report.verdicts if v.rule == "infiniband.compute_rail_lost"]
+    assert verdict.status == Status.CRITICAL and report.status == Status.CRITICAL
+    assert verdict.message.startswith("3 of the 4 InfiniBand compute ports the node's GPUs need")
+    assert "(one per GPU, 8 on a h200-sxm board)" in verdict.message
+    assert "mlx5_3 port 1 (Disabled)" in verdict.message
+    assert "infiniband.port_disabled" in verdict.explains
+    report = replay(root, FEW, profile="a100-sxm-80gb")  # sets no ib_ports
+    assert above_ok(report) == ([], []) and report.status == Status.OK
+    # a rail gone from /sys (its HCA off the bus) is lost as well
+    report = replay(_rails(tmp_path / "gone", hcas=3, disabled=None), FEW)
+    assert above_ok(report) == ([], ["infiniband.compute_rail_lost"])
+
+
+def test_ports_that_are_no_compute_rail_do_not_count(tmp_path: Path) -> None:
+    """Only active InfiniBand ports are rails: a fifth port switched off (a storage HCA,
+    ignored or not) leaves the four GPUs their four; so does a port disabled among eight on
+    the 2-GPU node (two needed), and the recorded H100 node's disabled Ethernet ports (test
+    above). A port in ignore_ports counts for nothing, not even a rail: a node with fewer rails
+    by design says so in its site profile (`ib_ports`)."""
+    fifth = _rails(tmp_path / "fifth", hcas=5, disabled="mlx5_4")
+    for ignore in (None, ["mlx5_4"]):
+        assert above_ok(replay(fifth, FEW, ignore=ignore)) == ([], [])
+    two = Bundle.of(tmp_path / "two", eight_ndr_hcas())
+    for reading in (two.start, two.end):
+        reading.update({f"{PORT3}/state": DOWN, f"{PORT3}/phys_state": DISABLED})
+    assert above_ok(replay(two.write(), FEW)) == ([], [])
+    report = replay(_rails(tmp_path / "ignored"), FEW, ignore=["mlx5_3"])
+    assert ib(report).findings == [] and ib(report).facts["ignored_ports"] == ["mlx5_3 port 1"]
+    assert above_ok(report) == ([], ["infiniband.compute_rail_lost"])
 
 
 # --- counter rates over the window: just below, at, just above the threshold ------------
@@ -232,7 +302,11 @@ def test_a_gpus_nic_down_is_one_diagnosis_with_the_nic_as_cause(tmp_path: Path) 
         )
     report = replay(bundle.write(), FEW)
     codes, rules = above_ok(report)
-    assert codes == ["infiniband.port_down"] and rules == ["infiniband.gpu_nic_down"]
+    # the node's lost rail (one of its two GPUs' two) is this GPU's NIC: explained by it
+    assert codes == ["infiniband.port_down"]
+    assert rules == ["infiniband.compute_rail_lost", "infiniband.gpu_nic_down"]
+    (rail,) = [v for v in report.verdicts if v.rule == "infiniband.compute_rail_lost"]
+    assert rail.explained_by == ["infiniband.gpu_nic_down"]
     (verdict,) = [v for v in report.verdicts if v.rule == "infiniband.gpu_nic_down" and v.device]
     assert verdict.status == Status.CRITICAL and verdict.device is not None
     assert verdict.device.index == 1 and "mlx5_1 port 1" in verdict.message

@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
-from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
+from sitscheck.kernlog.lines import (
+    KernelLine,
+    continues,
+    iter_kernel_lines,
+    split_kernel_line,
+    unwrap_lines,
+)
 
 MSG = "pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"
 
@@ -204,3 +210,84 @@ def test_candidate_lines_last_line_without_newline_and_invalid_utf8() -> None:
     ]
     assert list(iter_candidate_lines([], [Anchor(b"AER:")])) == []
     assert list(iter_candidate_lines([b"no match\n"], [Anchor(b"AER:", before=3)])) == []
+
+
+# facts.md "aer": a line a fixed-width wrap broke is one line. The first two lines of the own
+# corpus sample aer/020 (a commit message folded at 76 columns) and a line of aer/005 (shared
+# corpus, 4.x wording), stamped, folded as `fold -w 80` folds them.
+FOLDED = (
+    " pcieport 0000:00:1c.0: PCIe Bus Error: severity=Corrected, type=Physical La",
+    "yer, id=00e0(Receiver ID)",
+)
+STAMPED = (
+    "[    3.499183] pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=P",
+    "hysical Layer, id=00e8(Receiver ID)",
+)
+
+
+@pytest.mark.parametrize(
+    ("above", "line"),
+    [
+        FOLDED,  # split inside a word: joined with nothing added
+        STAMPED,
+        (STAMPED[0][:-7], " type=Physical Layer, id=00e8(Receiver ID)"),  # at a blank
+        # a word wrap that left no blank: the line carries no prefix of its own
+        (" pcieport 0000:00:1c.5: PCIe Bus Error: severity=Corrected,", "type=Physical Layer"),
+        (" pcieport 0000:00:1c.0:   device [8086:a115] error status/mask=00000001/0000", "2000"),
+        ("[ 50.94] pcieport 0000:00:1b.0: PCIe Bus Error:", "severity=Uncorrected (Non-Fatal)"),
+        (
+            "[ 280.38] pcieport 0000:00:1c.0: AER: Correctable error message received from",
+            "0000:00:1c.0",
+        ),
+        (STAMPED[0], "Layer, (Transmitter ID)\r"),  # a sentence's start below a stamped line
+    ],
+)
+def test_a_continuation_is_the_rest_of_the_line_above(above: str, line: str) -> None:
+    assert continues(above, line)
+    assert list(unwrap_lines([above, line, "[ 9.0] next: line"])) == [
+        above + line,
+        "[ 9.0] next: line",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("above", "line"),
+    [
+        # a normal next line, with its own timestamp or log tool's prefix
+        (STAMPED[0], "[    3.499183] pcieport 0000:00:1d.0:   device [8086:a29a] error"),
+        (STAMPED[0], "Sep 19 16:18:02 host kernel: pcieport 0000:00:1d.0: AER: Corrected"),
+        (STAMPED[0], "6,1234,5678901,-;pcieport 0000:00:1d.0: AER: Corrected"),
+        (STAMPED[0], "2024-08-30T11:43:09,123456+00:00 usb 1-4: new device"),
+        (STAMPED[0], "<4>[    3.499183] pcieport 0000:00:1d.0: AER: Corrected"),
+        # a device prefix or a facility of its own (a log with no timestamps)
+        (FOLDED[0], " pcieport 0000:00:1c.0:   device [8086:a115] error status/mask=00000001"),
+        (FOLDED[0], "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen"),
+        (FOLDED[0], "{1}[Hardware Error]: event severity: recoverable"),
+        # detail lines of their own: bit lines and the TLP header, indented or not
+        (FOLDED[0], "[ 0] RxErr                  (First)"),
+        (STAMPED[0], "   [ 0] RxErr                  (First)"),
+        (STAMPED[0], "  TLP Header: 34000000 00000052 00000000 00000000"),
+        (FOLDED[0], "TLP Header: 34000000 00000052 00000000 00000000"),
+        # below a line with no timestamp: an indented line, a sentence
+        (FOLDED[0], " dump_stack_lvl+0x4c/0x70"),
+        (FOLDED[0], "Disabling lock debugging due to kernel taint"),
+        (FOLDED[0], "Kernel panic - not syncing: Fatal hardware error!"),
+        # no word, a heading, a blank line; nothing above
+        (STAMPED[0], "..."),
+        (STAMPED[0], "Call Trace:"),
+        (STAMPED[0], "   "),
+        ("", "yer, id=00e0(Receiver ID)"),
+        # a /dev/kmsg record's dictionary line
+        ("6,1234,5678901,-;pcieport 0000:00:1d.0: AER: Corrected", " SUBSYSTEM=pci"),
+    ],
+)
+def test_a_line_of_its_own_is_never_joined(above: str, line: str) -> None:
+    assert not continues(above, line)
+    assert list(unwrap_lines([above, line])) == [above, line]
+
+
+def test_a_line_broken_twice_is_one_line_and_each_break_is_joined_as_it_was() -> None:
+    line = "[ 5.1] nvidia 0000:19:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
+    pieces = [line[:60], line[60:66], line[66:80], line[80:]]
+    assert list(unwrap_lines([*pieces, line])) == [line, line]
+    assert list(unwrap_lines([])) == []

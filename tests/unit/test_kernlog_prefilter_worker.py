@@ -81,8 +81,15 @@ def _storm(reports: int) -> list[str]:
     return out
 
 
+def _folded(lines: list[str], width: int) -> list[str]:
+    """The lines broken every `width` characters, as a fixed-width wrap breaks them."""
+    return [line[at : at + width] for line in lines for at in range(0, len(line) or 1, width)]
+
+
 LOGS: dict[str, bytes] = {
     "storm": ("\n".join(_storm(3000)) + "\n").encode(),
+    # facts.md "aer": broken at 76 columns (a commit message's), each report's long lines too
+    "folded": ("\n".join(_folded(_storm(900), 76)) + "\n").encode(),
     "sparse": ("\n".join(_log(30_000)) + "\n").encode(),
     "dense": ("\n".join(REPORT * 6000) + "\n").encode(),
     # the log starts inside a report (`head_lines`) and its last line has no line break
@@ -133,7 +140,22 @@ def test_a_worker_gives_the_results_the_scan_gives_itself(
         assert there[1]["pcie_aer"].count == 3000 and there[1]["xid"].count == 60
 
 
-@pytest.mark.parametrize("name", ["storm", "cut_off_unterminated", "bad_utf8", "empty"])
+def test_a_log_a_wrap_broke_reads_as_it_read_whole(tmp_path: Path) -> None:
+    """facts.md "aer": a line broken by a fixed-width wrap is one line: the storm broken at 76
+    columns (the continuations hold no needle and no prefix of their own) gives, in a worker
+    and in the scan's own pre-filter, the results the storm gives whole."""
+    whole = tmp_path / "whole.log"
+    whole.write_text("\n".join(_storm(900)) + "\n")
+    interests = _interests(plugins=False)
+    expected = scan.scan_file(whole, interests, worker_from=None, chunk_bytes=CHUNK)[1]
+    assert expected["pcie_aer"].count == 900 and expected["xid"].count == 18
+    folded = _write(tmp_path, "folded")
+    for worker_from in (0, None):
+        found = scan.scan_file(folded, interests, worker_from=worker_from, chunk_bytes=CHUNK)[1]
+        assert _state(found) == _state(expected)
+
+
+@pytest.mark.parametrize("name", ["storm", "folded", "cut_off_unterminated", "bad_utf8", "empty"])
 def test_the_workers_batches_are_the_pre_filters_lines(name: str, tmp_path: Path) -> None:
     path = _write(tmp_path, name)
     handlers = scan._Handlers(_interests(plugins=True))

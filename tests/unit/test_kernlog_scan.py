@@ -3,11 +3,14 @@ line in Python) gives, over a file of many chunks."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import sitscheck.kernlog.scan as scan
 from sitscheck.contract.registry import discover
+
+OWN_CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 REPORT = [
     "[ 5.100000] pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
@@ -72,3 +75,32 @@ def _state(value: object) -> object:
     if not fields:
         return value
     return {type(value).__name__: {n: _state(v) for n, v in fields.items() if not callable(v)}}
+
+
+# A commit message's report, hard-folded at 76 columns: two continuations hold no needle and
+# no device prefix ("yer, id=00e0(Receiver ID)", "2000"). tests/corpus/SOURCES.md says whence.
+FOLDED = OWN_CORPUS / "aer" / "020-commit-message-folded-76-physical-la-yer-status-mask-split.txt"
+
+
+def test_a_line_a_wrap_broke_is_read_whole_wherever_a_chunk_ends(tmp_path: Path) -> None:
+    """facts.md "aer": a continuation of a fixed-width wrap is one line with the line above it.
+    It holds no needle, yet the scan's pre-filter keeps it because it keeps that line, and
+    joins the two, wherever a chunk of the file ends (right after the broken line, inside the
+    continuation) and over the lines given one by one (`scan_lines`). The sample begins the
+    log (its report's header was cut off: the log's first lines are read whatever they hold)
+    and the rest is far from it: the pre-filter cuts out single lines."""
+    sample = FOLDED.read_text().splitlines()
+    expected = json.loads(FOLDED.with_name(FOLDED.stem + ".expected.json").read_text())["events"]
+    lines = sample + FILLER * 1000
+    path = tmp_path / "kern.log"
+    path.write_text("\n".join(lines) + "\n")
+    ends = [len("\n".join(sample[: n + 1])) + 1 for n in range(len(sample))]
+    interests = scan.declared_interests(discover())
+    runs = [scan.scan_lines(lines, interests)]
+    for chunk_bytes in (ends[0], ends[2], ends[0] + 5, 100_003):
+        runs.append(scan.scan_file(path, interests, worker_from=None, chunk_bytes=chunk_bytes))
+    for count, found in runs:
+        events = found["pcie_aer"].storm.facts(lambda e: e.to_fact())["events"]
+        assert (count, len(events)) == (len(lines), len(expected))
+        got = [{key: e[key] for key in want} for e, want in zip(events, expected, strict=True)]
+        assert got == expected

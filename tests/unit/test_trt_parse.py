@@ -752,3 +752,88 @@ def test_every_dla_wording_that_moves_a_layer_to_the_gpu_is_a_fallback() -> None
         None,
     ]
     assert log.warnings == 6
+
+
+# --------------------------------------------------------------------------- ONNX Runtime
+
+# facts.md "trt": ONNX Runtime's TensorRT execution provider (also behind Triton's onnxruntime
+# backend) wraps each TensorRT message, `TensorrtLogger::log` in tensorrt_execution_provider.h:
+# "<ORT time> [<ORT level>:onnxruntime:<logger>, tensorrt_execution_provider.h:NN log] [<date>
+# <TensorRT's level>] <message>". ONNX Runtime logs TensorRT's info at its warning level (its
+# 1.2-era logger logged everything so), names kINTERNAL_ERROR "BUG" and kVERBOSE "UNKNOWN": the
+# tag after the wrapper is TensorRT's severity. The lines are real ones (tests/corpus/trt/006,
+# 008), their levels changed to each the logger prints.
+ORT = (
+    "2024-03-28 13:07:04.725964281 [{l}:onnxruntime:Default, tensorrt_execution_provider.h:83 log] "
+)
+INT64 = (
+    "onnx2trt_utils.cpp:374: Your ONNX model has been generated with INT64 weights, while "
+    "TensorRT does not natively support INT64. Attempting to cast down to INT32."
+)
+NO_IMPL = "10: Could not find any implementation for node {ForeignNode[Transpose_4]}."
+
+
+@pytest.mark.parametrize(
+    ("line", "errors", "warnings"),
+    [
+        (ORT.format(l="W") + f"[2024-03-28 20:07:04 WARNING] {INT64}", (), 1),
+        (ORT.format(l="W") + f"[2024-03-28 20:07:04    INFO] {INT64}", (), 0),  # info at W
+        (ORT.format(l="W") + f"[2024-03-28 20:07:04 UNKNOWN] {INT64}", (), 0),  # verbose
+        (ORT.format(l="E") + f"[2024-03-28 20:07:04   ERROR] {NO_IMPL}", (NO_IMPL,), 0),
+        (ORT.format(l="W") + f"[2024-03-28 20:07:04   ERROR] {NO_IMPL}", (NO_IMPL,), 0),  # 1.2
+        (ORT.format(l="E") + f"[2024-03-28 20:07:04     BUG] {NO_IMPL}", (NO_IMPL,), 0),
+        (ORT.format(l="I") + f"[2024-03-28 20:07:04    INFO] {INT64}", (), 0),
+        (ORT.format(l="V") + f"[2024-03-28 20:07:04 UNKNOWN] {INT64}", (), 0),
+        # without TensorRT's tag, the level ONNX Runtime logged it at
+        (ORT.format(l="W") + INT64, (), 1),
+        (ORT.format(l="E") + NO_IMPL, (NO_IMPL,), 0),
+        (ORT.format(l="F") + NO_IMPL, (NO_IMPL,), 0),
+        (ORT.format(l="I") + INT64, (), 0),
+        (ORT.format(l="V") + INT64, (), 0),
+        # without ONNX Runtime's own time; in its colours on a terminal; shipped by compose
+        (ORT.format(l="W")[30:] + f"[2024-03-28 20:07:04 WARNING] {INT64}", (), 1),
+        (
+            f"\x1b[1;31m{ORT.format(l='E')}[2024-03-28 20:07:04   ERROR] {NO_IMPL}\x1b[m",
+            (NO_IMPL,),
+            0,
+        ),
+        (
+            "triton_1  | " + ORT.format(l="E") + f"[2024-03-28 20:07:04   ERROR] {NO_IMPL}",
+            (NO_IMPL,),
+            0,
+        ),
+    ],
+)
+def test_tensorrt_messages_onnx_runtime_wraps_are_read_by_tensorrts_own_severity(
+    line: str, errors: tuple[str, ...], warnings: int
+) -> None:
+    log = scan(line)
+    assert (log.errors, log.warnings) == (errors, warnings)
+
+
+def test_onnx_runtimes_other_lines_are_no_warnings_no_errors_and_join_no_message() -> None:
+    """Lines ONNX Runtime writes of its own (its session, graph, other execution providers, the
+    TensorRT execution provider's own code) are another program's: what they say, and the lines
+    under them, count for nothing (github chflame163/ComfyUI_CatVTON_Wrapper#51, microsoft/
+    onnxruntime#3414, #17434)."""
+    log = scan(
+        ORT.format(l="W") + f"[2024-03-28 20:07:04 WARNING] {INT64}\n"
+        "2025-05-14 15:30:20.6422858 [E:onnxruntime:Default, provider_bridge_ort.cc:2167 "
+        "onnxruntime::TryGetProviderInfo_TensorRT] D:\\a\\_work\\1\\s\\onnxruntime\\core\\session"
+        "\\provider_bridge_ort.cc:1778 onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : "
+        'FAIL : Error loading "onnxruntime_providers_tensorrt.dll" which depends on '
+        '"nvinfer_10.dll" which is missing.\n'
+        "\n"
+        "*************** EP Error ***************\n"
+        "2020-04-22 12:12:28.078811862 [W:onnxruntime:, graph.cc:2422 CleanUnusedInitializers] "
+        "Removing initializer 'const_slice__618'. It is not used by any node and should be "
+        "removed from the model.\n"
+        "2023-09-06 16:45:59.604024060 [V:onnxruntime:, session_state.cc:1149 "
+        "VerifyEachNodeIsAssignedToAnEp] Node placements\n"
+        "[E:onnxruntime:, tensorrt_execution_provider.cc:2005 Compile] Build serialized network "
+        "failed\n"
+        "\x1b[0;93m2023-05-25 00:21:23.008301845 [W:onnxruntime:, session_state.cc:1136 "
+        "VerifyEachNodeIsAssignedToAnEp] Some nodes were not assigned to the preferred execution "
+        "providers\x1b[m\n"
+    )
+    assert (log.errors, log.warnings, log.fallbacks) == ((), 1, ())
