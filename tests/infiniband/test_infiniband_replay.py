@@ -22,6 +22,7 @@ from sitscheck.reporters.table import render_table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import (
     CORPUS,
+    H200X2,
     DISABLED,
     DOWN,
     HDR,
