@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 
 
 class RunRequest(Struct, frozen=True):
-    """What to run: the run's settings, and the bundle to replay (None: the live node)."""
+    """What to run: the run's settings, and the bundle to replay (None: the live node);
+    `acceptance`: `sitscheck accept`'s phases around the checks (an `accept.session.Acceptance`)."""
 
     config: RunConfig
     bundle: str | None = None
+    acceptance: Any = None
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
@@ -93,7 +95,11 @@ def live_sources(
     """The live node, serving the commands and log files the checks declared."""
     from .sources.live import LiveSources
 
-    return LiveSources(live_options(config, declared, load_margin_s), commands=declared.commands)
+    return LiveSources(
+        live_options(config, declared, load_margin_s),
+        commands=declared.commands,
+        workloads=declared.workloads,
+    )
 
 
 def live_options(
@@ -178,7 +184,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         from .report.assemble import build_report
 
         guarded = interrupt.guard(checks)
-        results = run_checks(guarded, sources, config, settings, deadline=deadline)
+        if request.acceptance is not None:
+            results = request.acceptance.run(guarded, sources, settings, deadline)
+        else:
+            results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
         meta = sources.meta()
     env, ruleset, profiles = background.result() if background else compile_rules()
@@ -187,6 +196,8 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
+    if request.acceptance is not None:
+        note = request.acceptance.note(note)
     report = build_report(
         results,
         verdicts,

@@ -561,3 +561,86 @@ def _usage_error(exc: Exception) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())  # type: ignore[func-returns-value]
+
+
+@app.command(cls=_Command)
+def accept(
+    budget: Annotated[
+        float, typer.Option("--budget", metavar="SECONDS", help="Whole run, plan and report.")
+    ] = 300.0,
+    gpus: Annotated[
+        str | None, typer.Option("--gpus", metavar="0,1,…", help="GPUs to load (default all).")
+    ] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option("--skip", metavar="PHASE", help="Leave a phase out (repeatable)."),
+    ] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", metavar="auto|torch|ptx", help="GEMM engine.")
+    ] = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even with another process on a GPU, or MIG.")
+    ] = False,
+    collect: Annotated[
+        Path | None,
+        typer.Option("--collect", metavar="DIR", help="Record the run as a bundle (or .tar.gz)."),
+    ] = None,
+    inject: Annotated[
+        list[str] | None,
+        typer.Option("--inject", metavar="FAULT:GPU", hidden=True, help="Test-only faults."),
+    ] = None,
+    output: OutputOpt = None,
+    verbose: VerboseOpt = False,
+    expect_gpus: ExpectOpt = None,
+    profile: ProfileOpt = None,
+    rules: RulesOpt = None,
+    config: ConfigOpt = None,
+    otlp: OtlpOpt = None,
+) -> None:
+    """Acceptance run of a freshly racked node: memory test, compute and silent-data-corruption
+    screen, soak, bandwidth (about five minutes; run only when asked)."""
+    overrides: dict[str, Any] = {
+        "expect_gpus": expect_gpus,
+        "profile": profile,
+        "rules_dirs": rules or None,
+        "verbose": verbose or None,
+        "run_timeout_s": budget,
+    }
+    options = {"budget": budget, "gpus": gpus, "skip": skip or [], "engine": engine,
+               "force": force, "collect": collect, "inject": inject or []}  # fmt: skip
+    raise typer.Exit(_guarded(lambda: _accept(overrides, config, options, output or [], otlp)))
+
+
+def _accept(
+    overrides: dict[str, Any],
+    config_path: Path | None,
+    options: dict[str, Any],
+    outputs: list[str],
+    otlp: str | None,
+) -> int:
+    import os
+
+    from .accept.command import prepare
+    from .app import RunRequest, selected_checks
+    from .contract.evidence import gather
+    from .export.settings import resolve_settings
+    from .interrupt import interruptible
+    from .reporters.outputs import parse_outputs
+
+    config = _config(overrides, config_path)
+    specs = parse_outputs(outputs)
+    otlp_settings = resolve_settings(config.otlp, otlp, os.environ)
+    json_on_stdout = any(s.name == "json" and not s.path for s in specs)
+    progress = sys.stderr.isatty() and not json_on_stdout
+    with interruptible() as interrupt:
+        acceptance = prepare(
+            config, gather(selected_checks(config)), options["budget"], options["gpus"],
+            options["skip"], options["engine"], options["force"], options["inject"], progress,
+            lambda: interrupt.triggered,
+        )  # fmt: skip
+        acceptance.collect_to = options["collect"]
+        request = RunRequest(config, acceptance=acceptance)
+        report = _execute_and_deliver(config, request, specs, otlp_settings)
+    if interrupt.triggered:
+        typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
+    return int(report.exit_code)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec
+from sitscheck.contract import EvidenceSpec, LazyCheck, MetricSpec, WorkloadSpec
 from sitscheck.sources.artifacts import SMI_LIST
 from sitscheck.status import Layer
 
@@ -30,5 +30,16 @@ class BandwidthCheck(LazyCheck):
         commands=(SMI_LIST,),
         nvml=("pci_bus_id", "nvlink", "pairs"),
         sysfs_paths=("sitscheck.sources.pci:gpu_path_files",),
+    )
+    # in `sitscheck accept`, a phase after the soak's cooldown (the probe itself, run by the
+    # parent: accept.session)
+    workload = WorkloadSpec(
+        phase="bandwidth",
+        module="sitscheck.probes.bandwidth",
+        record="bandwidth.json",
+        summary="host↔device, HBM and peer copy bandwidth (the --bandwidth probe)",
+        share=0.06,
+        order=40,
+        cooldown_s=10.0,
     )
     impl = "sitscheck.checks.bandwidth.impl:BandwidthImpl"

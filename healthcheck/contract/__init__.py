@@ -26,6 +26,7 @@ from .declarations import (
     MetricSpec,
     ProfileKey,
     RuleFiles,
+    WorkloadSpec,
 )
 
 if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports none of them
@@ -79,6 +80,7 @@ __all__ = [
     "RunConfig",
     "Severity",
     "Sources",
+    "WorkloadSpec",
     "kernel_log_skip",
     "scan_lines",
 ]

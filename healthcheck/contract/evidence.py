@@ -13,7 +13,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..errors import ConfigError
-from .declarations import CommandSpec, LogFilesSpec, declaration_of
+from .declarations import CommandSpec, LogFilesSpec, WorkloadSpec, declaration_of
 
 
 class DeclaredEvidence(Struct):
@@ -27,6 +27,7 @@ class DeclaredEvidence(Struct):
     logs: dict[str, LogFilesSpec] = field(default_factory=dict)
     nvml: bool = False
     kernel_log: bool = False
+    workloads: list[WorkloadSpec] = field(default_factory=list)  # in plan order (`accept`)
 
 
 def gather(checks: Iterable[Any]) -> DeclaredEvidence:
@@ -37,7 +38,11 @@ def gather(checks: Iterable[Any]) -> DeclaredEvidence:
     for check in checks:
         if not hasattr(check, "collect"):
             continue  # a plugin that failed to load declares nothing
-        spec = declaration_of(check).evidence
+        declaration = declaration_of(check)
+        if declaration.workload is not None:
+            out.workloads.append(declaration.workload)
+            out.workloads.sort(key=lambda w: w.order)
+        spec = declaration.evidence
         for command in spec.commands:
             known = out.commands.get(command.file)
             if known is not None and known.argv != command.argv:

@@ -10,14 +10,14 @@ import os
 import platform
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
 
 from .. import __version__
-from ..contract.declarations import CommandSpec
+from ..contract.declarations import CommandSpec, WorkloadSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, Memo
 from .command import CommandResult, CommandRunner
@@ -56,6 +56,7 @@ class LiveSources(Memo):
         options: LiveOptions,
         runner: CommandRunner | None = None,
         commands: Mapping[str, CommandSpec] | None = None,
+        workloads: Sequence[WorkloadSpec] = (),
     ) -> None:
         super().__init__()
         self.options = options
@@ -75,6 +76,9 @@ class LiveSources(Memo):
         self._nvml: Nvml | None = None
         self._driver: DriverProbe | None = None
         self._load: LoadHandle | None = None
+        # the acceptance phases' records (`sitscheck accept`), by artifact name
+        self.records: dict[str, str] = {}
+        self._workload_records = {w.record for w in workloads}
 
     @property
     def mode(self) -> str:
@@ -111,6 +115,10 @@ class LiveSources(Memo):
     def artifact(self, name: str) -> Artifact:
         if name == BANDWIDTH_JSON:
             return self.memo(name, self._bandwidth)
+        if name in self.records:
+            return Artifact(name, self.records[name], name)
+        if name in self._workload_records:
+            return Artifact(name, None, name, reason=f"{name}: measured only by `sitscheck accept`")
         spec = self._declared_commands().get(name)
         if spec is None:
             reason = f"no selected check declares {name}"

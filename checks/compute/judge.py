@@ -1,0 +1,107 @@
+"""The `compute` check's work: repeats, GPUs of one model and the fp64 tile compared."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, judge_phase
+from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput, Sources
+from sitscheck.models import Finding, Metric, Severity
+
+from .check import RECORD
+
+
+class ComputeImpl:
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        return applicable(sources, RECORD)
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        return judge_phase(ctx, RECORD, "compute.workload_hung", judge)
+
+
+def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
+    out = CheckOutput(facts={"engine": record.engine, "gpus": []})
+    majority = _majority_digests(ran)
+    for entry in ran:
+        result = entry.result or {}
+        mismatched = [int(r) for r in result.get("mismatched") or []]
+        digest = result.get("digest") if isinstance(result.get("digest"), str) else None
+        peers = [e for e in ran if e.name == entry.name]
+        matches = None if len(peers) < 2 or digest is None else digest == majority.get(entry.name)
+        facts = {
+            **entry.identity(),
+            "dtype": str(result.get("dtype") or "bf16"),
+            "shape": [int(v) for v in result.get("shape") or []],
+            "repeats": int(result.get("repeats") or 0),
+            "mismatched_repeats": len(mismatched),
+            "digest": digest,
+            "matches_node": matches,
+            "reference_max_rel_error": _number(result.get("reference_max_rel_error")),
+            "tflops_median": _number(result.get("tflops_median")),
+        }
+        out.facts["gpus"].append(facts)
+        labels = {"gpu": str(entry.index)}
+        if facts["tflops_median"] is not None:
+            out.metrics.append(Metric(name="sitscheck.accept.compute.tflops",
+                                      value=facts["tflops_median"], unit="TFLOP/s", labels=labels))
+        out.metrics.append(Metric(name="sitscheck.accept.compute.mismatched_repeats",
+                                  value=len(mismatched), unit="{repeat}", labels=labels))
+        out.findings.extend(_findings(entry, facts, mismatched, result, peers, majority))
+    if len(ran) == 1:
+        out.not_judged.append("digest across GPUs: not applicable (one GPU of its model)")
+    return out
+
+
+def _majority_digests(ran: list[Entry]) -> dict[str | None, str]:
+    """Per GPU model, the digest most of its GPUs gave (ties: none is the majority)."""
+    by_model: dict[str | None, Counter[str]] = {}
+    for entry in ran:
+        digest = (entry.result or {}).get("digest")
+        if isinstance(digest, str):
+            by_model.setdefault(entry.name, Counter())[digest] += 1
+    majority: dict[str | None, str] = {}
+    for model, counts in by_model.items():
+        ranked = counts.most_common(2)
+        if len(ranked) == 1 or ranked[0][1] > ranked[1][1]:
+            majority[model] = ranked[0][0]
+    return majority
+
+
+def _findings(
+    entry: Entry,
+    facts: dict[str, Any],
+    mismatched: list[int],
+    result: dict[str, Any],
+    peers: list[Entry],
+    majority: dict[str | None, str],
+) -> list[Finding]:
+    device = entry.device()
+    found: list[Finding] = []
+    if mismatched:
+        found.append(Finding(
+            code="compute.repeat_mismatch", severity=Severity.CRITICAL, device=device,
+            message=f"GPU {entry.index}: silent data corruption suspected: repeat(s) "
+                    f"{', '.join(str(r) for r in mismatched[:5])} of {facts['repeats']} gave "
+                    "other bits than the first"))  # fmt: skip
+    if len(peers) >= 2 and facts["digest"] is not None and facts["matches_node"] is not True:
+        others = ", ".join(
+            f"GPU {p.index} {(p.result or {}).get('digest')}" for p in peers if p is not entry
+        )
+        why = "differs from" if entry.name in majority else "no majority among"
+        found.append(Finding(
+            code="compute.node_mismatch", severity=Severity.CRITICAL, device=device,
+            message=f"GPU {entry.index}: silent data corruption suspected: digest "
+                    f"{facts['digest']} {why} the other {entry.name or 'GPU'}s' ({others})"))  # fmt: skip
+    error, tolerance = facts["reference_max_rel_error"], _number(result.get("reference_tolerance"))
+    if error is not None and tolerance is not None and error > tolerance:
+        found.append(Finding(
+            code="compute.reference_error", severity=Severity.CRITICAL, device=device,
+            message=f"GPU {entry.index}: silent data corruption suspected: a 64×64 tile is "
+                    f"{error:.4g} off its fp64 reference (bf16 allows {tolerance:.4g})"))  # fmt: skip
+    return found
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

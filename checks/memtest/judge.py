@@ -1,0 +1,82 @@
+"""The `memtest` check's work: per GPU, the bad words and the ECC counters around the test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, judge_phase
+from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput, Sources
+from sitscheck.models import Finding, Metric, Severity
+
+from .check import RECORD
+
+GIB = 1 << 30
+
+
+class MemtestImpl:
+    def applicable(self, sources: Sources, config: RunConfig) -> str | None:
+        return applicable(sources, RECORD)
+
+    def collect(self, ctx: CheckContext) -> CheckOutput:
+        return judge_phase(ctx, RECORD, "memtest.workload_hung", judge)
+
+
+def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
+    out = CheckOutput(facts={"engine": record.engine, "gpus": []})
+    for entry in ran:
+        result = entry.result or {}
+        facts = {
+            **entry.identity(),
+            "bytes_tested": int(result.get("bytes_tested") or 0),
+            "patterns": list(result.get("patterns") or []),
+            "passes": int(result.get("passes") or 0),
+            "bad_words": int(result.get("bad_words") or 0),
+            "first_bad": result.get("first_bad"),
+            "ecc_before": result.get("ecc_before"),
+            "ecc_after": result.get("ecc_after"),
+            "seconds": float(result.get("seconds") or 0.0),
+        }
+        out.facts["gpus"].append(facts)
+        labels = {"gpu": str(entry.index)}
+        out.metrics.append(Metric(name="sitscheck.accept.memtest.bad_words",
+                                  value=facts["bad_words"], unit="{word}", labels=labels))
+        out.metrics.append(Metric(name="sitscheck.accept.memtest.bytes",
+                                  value=facts["bytes_tested"], unit="By", labels=labels))
+        out.findings.extend(_findings(entry, facts))
+        if facts["ecc_before"] is None or facts["ecc_after"] is None:
+            out.not_judged.append(f"GPU {entry.index}: ECC counters not readable (no ECC "
+                                  "reporting): only the patterns judged")  # fmt: skip
+    return out
+
+
+def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
+    device = entry.device()
+    found: list[Finding] = []
+    bad = facts["bad_words"]
+    if bad:
+        first = facts["first_bad"] or {}
+        where = (f"; first at 0x{first['address']:x}: expected {first['expected']}, read "
+                 f"{first['read']}") if first else ""  # fmt: skip
+        found.append(Finding(
+            code="memtest.bad_words", severity=Severity.CRITICAL, device=device,
+            message=f"GPU {entry.index}: {bad} bad word(s) in "
+                    f"{facts['bytes_tested'] / GIB:.1f} GiB{where}"))  # fmt: skip
+    before, after = facts["ecc_before"], facts["ecc_after"]
+    if before is None or after is None:
+        return found
+    new_uncorrected = after["volatile_uncorrected"] - before["volatile_uncorrected"]
+    new_corrected = after["volatile_corrected"] - before["volatile_corrected"]
+    if new_uncorrected > 0:
+        found.append(Finding(code="memtest.ecc_uncorrected", severity=Severity.CRITICAL,
+                             device=device, message=f"GPU {entry.index}: {new_uncorrected} new "
+                             "uncorrectable ECC error(s) during the memory test"))  # fmt: skip
+    if after["remap_failure"]:
+        found.append(Finding(code="memtest.remap_failure", severity=Severity.CRITICAL,
+                             device=device, message=f"GPU {entry.index}: row remapping failed "
+                             "during the memory test"))  # fmt: skip
+    if new_corrected > 0:
+        found.append(Finding(code="memtest.ecc_corrected", severity=Severity.WARNING,
+                             device=device, message=f"GPU {entry.index}: {new_corrected} new "
+                             "corrected ECC error(s) during the memory test"))  # fmt: skip
+    return found

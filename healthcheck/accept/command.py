@@ -1,0 +1,113 @@
+"""`sitscheck accept`'s preparation: the GPUs, the refusals, the plan, printed before it starts.
+
+Refusals are a user's matter (exit 3, one line): another process on a GPU it would load, MIG
+enabled (both unless --force), an unknown GPU index or phase, a budget too small. A node whose
+NVML cannot be used is not refused: the passive checks say why (the driver check's finding),
+and every phase's record says it did not run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+from ..config import RunConfig
+from ..contract.evidence import DeclaredEvidence
+from ..errors import ConfigError
+from ..sources.nvml import Nvml, NvmlUnavailable
+from .gpus import NodeGpus
+from .phases import Injection
+from .plan import PhaseShare, Plan, make_plan
+from .session import Acceptance
+
+ENGINES = ("auto", "torch", "ptx")
+
+
+class Refused(ConfigError):
+    """sitscheck accept will not start (exit 3)."""
+
+
+def prepare(
+    config: RunConfig,
+    declared: DeclaredEvidence,
+    budget_s: float,
+    gpus: str | None,
+    skip: Sequence[str],
+    engine: str,
+    force: bool,
+    injections: Sequence[str],
+    show_progress: bool,
+    stopped: Callable[[], bool],
+) -> Acceptance:
+    began = time.monotonic()
+    if engine not in ENGINES:
+        raise Refused(f"--engine {engine}: one of {', '.join(ENGINES)}")
+    phases = [
+        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu) for w in declared.workloads
+    ]
+    names = [p.name for p in phases]
+    for name in skip:
+        if name not in names:
+            raise Refused(f"--skip {name}: not a phase (phases: {', '.join(names)})")
+    node = _node_gpus(config)
+    indices = [t.index for t in node.targets] if node else []
+    chosen = _chosen(gpus, indices)
+    if node is not None and not force:
+        _refuse_busy(node, chosen)
+    try:
+        plan = make_plan(budget_s, phases, chosen, skip)
+    except ValueError as exc:
+        raise Refused(str(exc)) from exc
+    sys.stderr.write("\n".join(plan.lines()) + "\n")
+    sys.stderr.flush()
+    return Acceptance(
+        config, plan, node or NodeGpus.empty(), engine, began, stopped, show_progress,
+        [_injection(text) for text in injections],
+    )  # fmt: skip
+
+
+def _node_gpus(config: RunConfig) -> NodeGpus | None:
+    try:
+        nvml = Nvml.load(config.nvml_deadline_s)
+        nvml.init()
+        return NodeGpus(nvml)
+    except (NvmlUnavailable, RuntimeError):
+        return None  # the passive checks name the failure; no phase runs
+
+
+def _chosen(gpus: str | None, indices: list[int]) -> list[int]:
+    if gpus is None or not gpus.strip():
+        return indices
+    chosen: list[int] = []
+    for part in gpus.split(","):
+        try:
+            index = int(part)
+        except ValueError:
+            raise Refused(f"--gpus {gpus}: {part!r} is not a GPU index") from None
+        if index not in indices:
+            raise Refused(f"--gpus {gpus}: no GPU {index} (this node has {len(indices)})")
+        chosen.append(index)
+    return sorted(set(chosen))
+
+
+def _refuse_busy(node: NodeGpus, chosen: Sequence[int]) -> None:
+    for index in chosen:
+        if node.mig_enabled(index):
+            raise Refused(
+                f"GPU {index} has MIG enabled: accept loads whole GPUs (--force to run anyway)"
+            )
+        users = node.busy_with(index)
+        if users:
+            raise Refused(
+                f"GPU {index} is in use by {', '.join(users)}: accept would disturb it and "
+                "measure it wrong (--force to run anyway)"
+            )
+
+
+def _injection(text: str) -> Injection:
+    fault, _, gpu = text.partition(":")
+    try:
+        return Injection(fault, int(gpu or "0"))
+    except ValueError:
+        raise Refused(f"--inject {text}: FAULT:GPU (test-only)") from None

@@ -1,0 +1,95 @@
+"""The acceptance plan: which phases run, on which GPUs, for how long, within the budget.
+
+The budget holds whatever happens: the passive checks, every phase with its cooldown, and the
+rules and outputs after them fit in it, and each phase's deadline is its own start plus its
+share, never later than the budget's end less what the report needs (`RESERVE_END_S`). The
+soak takes what the fixed phases leave (about 120 s of a 300 s budget on 8 GPUs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from msgspec import Struct
+
+MIN_BUDGET_S = 60.0
+RESERVE_START_S = 12.0  # the passive checks (the idle baseline) before any load
+RESERVE_END_S = 15.0  # the kernel log read again, rules, outputs, children reaped
+START_ALLOWANCE_S = 10.0  # a child's interpreter, CUDA context and (torch) import
+
+
+class PhaseShare(Struct, frozen=True):
+    """A phase as a check's workload declares it: its name, its share of the budget (a
+    fraction; None: the remainder), the cooldown before it, and whether it needs 2+ GPUs."""
+
+    name: str
+    share: float | None
+    cooldown_s: float = 0.0
+    multi_gpu: bool = False
+
+
+class PlannedPhase(Struct, frozen=True):
+    name: str
+    start_s: float  # from the start of the command
+    seconds: float  # the phase's deadline is start_s + seconds
+    work_s: float  # what the children are asked to spend working (seconds - start allowance)
+    cooldown_s: float
+    gpus: tuple[int, ...]
+    skipped: str | None = None  # why it does not run (--skip, fewer than 2 GPUs)
+
+
+class Plan(Struct, frozen=True):
+    budget_s: float
+    phases: tuple[PlannedPhase, ...]
+
+    def lines(self) -> list[str]:
+        """The plan as printed before it starts."""
+        out = [f"sitscheck accept: plan for {self.budget_s:.0f} s"]
+        out.append(f"  {'passive':<10} all GPUs  {RESERVE_START_S:>5.0f} s  (idle baseline)")
+        for phase in self.phases:
+            gpus = ",".join(str(g) for g in phase.gpus) or "-"
+            if phase.skipped:
+                out.append(f"  {phase.name:<10} skipped: {phase.skipped}")
+                continue
+            cool = f" after {phase.cooldown_s:.0f} s cooldown" if phase.cooldown_s else ""
+            out.append(f"  {phase.name:<10} GPUs {gpus:<4} {phase.seconds:>5.0f} s{cool}")
+        out.append(f"  {'report':<10}           {RESERVE_END_S:>5.0f} s")
+        return out
+
+
+def make_plan(
+    budget_s: float, phases: Sequence[PhaseShare], gpus: Sequence[int], skip: Sequence[str]
+) -> Plan:
+    if budget_s < MIN_BUDGET_S:
+        raise ValueError(f"--budget {budget_s:g}: at least {MIN_BUDGET_S:g} s is needed")
+    running = [
+        p for p in phases if p.name not in skip and not (p.multi_gpu and len(gpus) < 2)
+    ]
+    usable = budget_s - RESERVE_START_S - RESERVE_END_S
+    fixed = sum((p.share or 0.0) * budget_s + p.cooldown_s for p in running)
+    remainder = max(usable - fixed, START_ALLOWANCE_S + 5.0)
+    planned: list[PlannedPhase] = []
+    clock = RESERVE_START_S
+    for phase in phases:
+        why = _skipped(phase, skip, gpus)
+        if why is not None:
+            planned.append(PlannedPhase(phase.name, clock, 0.0, 0.0, 0.0, (), why))
+            continue
+        seconds = remainder if phase.share is None else phase.share * budget_s
+        start = clock + phase.cooldown_s
+        planned.append(
+            PlannedPhase(
+                phase.name, start, seconds, max(seconds - START_ALLOWANCE_S, 1.0),
+                phase.cooldown_s, tuple(gpus),
+            )  # fmt: skip
+        )
+        clock = start + seconds
+    return Plan(budget_s, tuple(planned))
+
+
+def _skipped(phase: PhaseShare, skip: Sequence[str], gpus: Sequence[int]) -> str | None:
+    if phase.name in skip:
+        return f"--skip {phase.name}"
+    if phase.multi_gpu and len(gpus) < 2:
+        return "not applicable: one GPU"
+    return None

@@ -1,0 +1,137 @@
+"""One acceptance run inside `app.execute`: the passive checks (the idle baseline), the phases
+of the plan, then the acceptance checks over the phases' records and the kernel-log checks
+again (what the load brought out), all judged by the rules together.
+
+A GPU with a critical passive finding (lost, an uncorrectable ECC error, an Xid 79, …) gets
+no load: each phase's record says why it did not run there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..config import RunConfig
+from ..contract.declarations import declaration_of
+from ..contract.registry import BrokenCheck
+from ..models import CheckResult, Severity
+from ..probes.bandwidth import BANDWIDTH_JSON
+from ..sources.base import Sources
+from .children import Child, Progress
+from .gpus import NodeGpus
+from .phases import Injection, PhaseContext, run_plan
+from .plan import Plan, PlannedPhase
+
+
+class Acceptance:
+    """What `sitscheck accept` adds to a live run (`app.RunRequest.acceptance`)."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        plan: Plan,
+        gpus: NodeGpus,
+        engine: str,
+        began: float,
+        stopped: Callable[[], bool],
+        show_progress: bool,
+        injections: Sequence[Injection] = (),
+    ) -> None:
+        self.config = config
+        self.plan = plan
+        self.gpus = gpus
+        self.engine = engine
+        self.began = began
+        self.stopped = stopped
+        self.show_progress = show_progress
+        self.injections = tuple(injections)
+        self.records: dict[str, str] = {}
+        self.blocked: dict[int, str] = {}
+
+    def run(
+        self,
+        checks: list[Any],
+        sources: Sources,
+        settings: dict[str, Any],
+        deadline: float,
+    ) -> list[CheckResult]:
+        from ..contract.runner import run_checks
+
+        active = [c for c in checks if _workload(c)]
+        again = [c for c in checks if not _workload(c) and _reads_kernel_log(c)]
+        passive = run_checks([c for c in checks if not _workload(c)], sources, self.config,
+                             settings, deadline=deadline)  # fmt: skip
+        self.blocked = blocked_gpus(passive, [t.index for t in self.gpus.targets])
+        ctx = PhaseContext(
+            gpus=self.gpus,
+            began=self.began,
+            stopped=self.stopped,
+            engine=self.engine,
+            progress=self._progress if self.show_progress else None,
+            injections=self.injections,
+            blocked=dict(self.blocked),
+        )
+        extra = {"bandwidth": lambda phase: _bandwidth(sources, phase)}
+        self.records = run_plan(self.plan, ctx, extra)
+        records = getattr(sources, "records", None)
+        if isinstance(records, dict):
+            records.update(self.records)
+        if self.show_progress:
+            sys.stderr.write("\n")
+        later = run_checks(active + again, sources, self.config, settings, deadline=deadline)
+        replaced = {r.name for r in later}
+        return [r for r in passive if r.name not in replaced] + later
+
+    def note(self, existing: str | None) -> str | None:
+        """The headline's addition: the phases --skip left out ("accepted without memtest")."""
+        left_out = [p.name for p in self.plan.phases if p.skipped and p.skipped.startswith("--skip")]
+        parts = [existing] if existing else []
+        if left_out:
+            parts.append("accepted without " + " and ".join(left_out))
+        return "; ".join(parts) or None
+
+    def _progress(self, children: Sequence[Child]) -> None:
+        now = time.monotonic()
+        phase = next((p for p in self.plan.phases
+                      if p.start_s <= now - self.began < p.start_s + p.seconds), None)  # fmt: skip
+        left = (self.began + phase.start_s + phase.seconds - now) if phase else 0.0
+        gpus = "  ".join(
+            f"GPU{c.target.index} {c.figure or c.doing or 'starting'}" for c in children
+        )
+        name = phase.name if phase else ""
+        sys.stderr.write(f"\r\x1b[K{name} {max(left, 0.0):4.0f} s left  {gpus}"[:200])
+        sys.stderr.flush()
+
+
+def _workload(check: Any) -> bool:
+    return not isinstance(check, BrokenCheck) and declaration_of(check).workload is not None
+
+
+def _reads_kernel_log(check: Any) -> bool:
+    return not isinstance(check, BrokenCheck) and declaration_of(check).kernel_log is not None
+
+
+def blocked_gpus(results: Sequence[CheckResult], indices: Sequence[int]) -> dict[int, str]:
+    """GPU index -> why no load goes on it: its critical passive findings (a finding of the
+    whole node that is critical, such as a driver that serves no GPU, blocks every GPU)."""
+    blocked: dict[int, str] = {}
+    for result in results:
+        for finding in result.findings:
+            if finding.severity != Severity.CRITICAL:
+                continue
+            why = f"not run: {finding.code} (critical) before the phase: {finding.message}"
+            index = finding.device.index if finding.device else None
+            for gpu in indices if index is None else [index]:
+                blocked.setdefault(gpu, why)
+    return blocked
+
+
+def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:
+    """The bandwidth phase: the existing probe, now, within the phase's time."""
+    options = getattr(sources, "options", None)
+    if options is not None:
+        options.bandwidth_s = phase.seconds
+    artifact = sources.artifact(BANDWIDTH_JSON)
+    return {"engine": "ptx", "probe": artifact.ref, "ok": artifact.text is not None}
