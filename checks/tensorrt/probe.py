@@ -1,13 +1,13 @@
 """``--trt-probe``: prove that TensorRT can build an engine on each of this node's GPUs.
 
-Each GPU gets its own child process (``python -m sitscheck.checks.tensorrt.probe``) that sees
-only that GPU (``CUDA_VISIBLE_DEVICES`` = its UUID, else its index in PCI bus order, as NVML
-numbers GPUs). The child builds a one-input, one-ReLU network through the TensorRT Python API
-with a ``trt.ILogger`` subclass that prints each message in trtexec's form (``[date] [W]
-[TRT] text``; continuation lines unprefixed) and ends with ``&&&& PASSED`` or ``&&&& FAILED``,
-so its output is a TensorRT log that ``scan_trt_log`` reads like any other. The children run
-concurrently under one deadline; one that overruns is killed with its process group and its
-partial log kept.
+Each GPU gets its own child process (``sitscheck.checks.tensorrt.probe`` in an isolated
+interpreter, ``child_python``) that sees only that GPU (``CUDA_VISIBLE_DEVICES`` = its UUID,
+else its index in PCI bus order, as NVML numbers GPUs). The child builds a one-input,
+one-ReLU network through the TensorRT Python API with a ``trt.ILogger`` subclass that prints
+each message in trtexec's form (``[date] [W] [TRT] text``; continuation lines unprefixed) and
+ends with ``&&&& PASSED`` or ``&&&& FAILED``, so its output is a TensorRT log that
+``scan_trt_log`` reads like any other. The children run concurrently under one deadline; one
+that overruns is killed with its process group and its partial log kept.
 
 ``tensorrt`` is imported only in the child (and by ``build_engine`` when called in-process);
 without the ``tensorrt`` extra the probe does not run and says why.
@@ -25,7 +25,8 @@ from typing import Any, TextIO
 
 from msgspec import Struct
 from sitscheck.gpu.identity import GpuRef
-from sitscheck.sources.command import CommandResult, CommandRunner
+from sitscheck.sources import child_python
+from sitscheck.sources.command import CommandResult
 
 from .parse import TrtLog, scan_trt_log
 
@@ -57,8 +58,8 @@ WORKSPACE_BYTES = 1 << 26
 _LETTERS = {"INTERNAL_ERROR": "F", "ERROR": "E", "WARNING": "W", "INFO": "I", "VERBOSE": "V"}
 
 Emit = Callable[[str], None]
-Spawn = Callable[[Sequence[str], Mapping[str, str], float], CommandResult]
-"""Runs the child: (argv, extra environment, timeout in seconds) -> its result."""
+Spawn = Callable[[str, Mapping[str, str], float], CommandResult]
+"""Runs the child: (its module, extra environment, timeout in seconds) -> its result."""
 
 
 # --------------------------------------------------------------------------- the child side
@@ -208,8 +209,8 @@ class ProbeOutcome(Struct, frozen=True):
         }
 
 
-def _default_spawn(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> CommandResult:
-    return CommandRunner(output_cap=OUTPUT_CAP, extra_env=dict(env)).run(argv, timeout)
+def _default_spawn(module: str, env: Mapping[str, str], timeout: float) -> CommandResult:
+    return child_python.run(module, (), timeout, env=env, output_cap=OUTPUT_CAP)
 
 
 def child_env(gpu: GpuRef, uuid: str | None) -> dict[str, str]:
@@ -254,13 +255,12 @@ def run_probe(
     if not gpus:
         return ProbeOutcome(False, "no GPU is known on this node to build on")
     run = spawn or _default_spawn
-    argv = (sys.executable, "-m", CHILD_MODULE)
     results: dict[int, GpuProbe] = {}
     lock = threading.Lock()
 
     def one(gpu: GpuRef) -> None:
         env = child_env(gpu, (uuids or {}).get(gpu.index))
-        outcome = _interpret(gpu, run(argv, env, timeout_s), timeout_s)
+        outcome = _interpret(gpu, run(CHILD_MODULE, env, timeout_s), timeout_s)
         with lock:
             results[gpu.index] = outcome
 

@@ -7,13 +7,14 @@ the pre-filter runs in a worker of its own and the two halves run side by side; 
 their order and the line count are the same either way (the worker runs the same
 `iter_candidate_batches` over the same file).
 
-The worker is this interpreter started again (`sys.executable`, argv only, with this process's
-`sys.path`), in a session of its own like every command sitscheck runs (so the run's end and
-its interruption kill it: `command.kill_descendants`); it inherits the log's descriptor, so it
-reads the very file the scan opened. Its batches are read by the scan's deadline: past it the
-worker is killed and `ReadPastDeadline` raised. A worker that cannot start, or that ends before
-the end of the log, raises `WorkerUnavailable`: the scan then reads the log itself, from the
-start. Closing the pipe (the scan's end, or its error) kills and reaps the worker.
+The worker is this interpreter started again, isolated (`child_python`: `-I`, from `/`, an
+explicit environment, this process's import path), in a session of its own like every command
+sitscheck runs (so the run's end and its interruption kill it: `command.kill_descendants`); it
+inherits the log's descriptor, so it reads the very file the scan opened. Its batches are read
+by the scan's deadline: past it the worker is killed and `ReadPastDeadline` raised. A worker
+that cannot start, or that ends before the end of the log, raises `WorkerUnavailable`: the scan
+then reads the log itself, from the start. Closing the pipe (the scan's end, or its error)
+kills and reaps the worker.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-import sys
 from collections.abc import Iterator, Sequence
 from io import FileIO
 from types import TracebackType
 
 from msgspec import msgpack
 
+from ..sources import child_python
 from .anchor import Anchor
 from .chunks import DENSE_BYTES
 from .file_chunks import CHUNK_BYTES, ReadPastDeadline
@@ -43,10 +44,6 @@ _SAMPLES = 8  # windows of the log in which those lines are counted (`dense_enou
 _SAMPLE_BYTES = 128 * 1024
 _PIPE_BYTES = 1024 * 1024  # the pipe's capacity asked for: fewer waits on a full pipe
 _REAP_S = 1.0
-_BOOT = (
-    "import sys; from importlib import import_module; module = sys.argv[1]; "
-    "sys.path[:] = sys.argv[2:]; raise SystemExit(import_module(module).main())"
-)
 _WORKER_MODULE = f"{__package__}.prefilter_worker"
 
 
@@ -61,7 +58,7 @@ def worth_a_worker(
     (None: never; 0: always, where an interpreter can be started again) in which lines holding
     one of `needles` (the lines the scan keeps) look to be many (`dense_enough`), read by a
     process that may run on more than one CPU."""
-    if min_bytes is None or not sys.executable:
+    if min_bytes is None or not child_python.available():
         return False
     if min_bytes == 0:
         return True
@@ -128,14 +125,13 @@ class PrefilterWorker:
         import subprocess  # here, not above: a scan that starts no worker never imports it
 
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, _WORKER_MODULE, *sys.path],
+            self._proc = child_python.start(
+                _WORKER_MODULE,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 pass_fds=(handle.fileno(),),
                 start_new_session=True,
-                close_fds=True,
             )
         except OSError as exc:
             raise WorkerUnavailable(f"could not start: {exc}") from exc

@@ -50,3 +50,7 @@ def serve(request: Request, out_fd: int) -> int:
             return 0
         return 1
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

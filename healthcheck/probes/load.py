@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from msgspec import Struct, field
 
+from ..sources import child_python
+
 _PTX = rb"""
 .version 7.0
 .target sm_70
@@ -59,6 +61,7 @@ LOOP:
   ret;
 }
 """
+_MODULE = "sitscheck.probes.load"
 _ITERATIONS = 20000
 _THREADS = 256
 _BLOCKS_PER_DEVICE = 132 * 16
@@ -102,13 +105,14 @@ class LoadHandle(Struct):
 def start_load(duration_s: float, warmup_s: float = 1.5) -> LoadHandle:
     """Start a process that keeps every GPU busy for `duration_s`; return once it runs.
 
-    A separate process (its own session) keeps CUDA out of the checker: a crash or hang in
-    the load cannot take the run with it, and stopping is a kill of its process group.
+    A separate process (its own session; an isolated interpreter, `child_python`) keeps CUDA
+    out of the checker: a crash or hang in the load cannot take the run with it, and stopping
+    is a kill of its process group.
     """
-    argv = [sys.executable, "-m", "sitscheck.probes.load", f"{duration_s:.1f}"]
     try:
-        process = subprocess.Popen(
-            argv,
+        process = child_python.start(
+            _MODULE,
+            (f"{duration_s:.1f}",),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -1,13 +1,15 @@
 """Run external commands safely: argv only, under the caller's deadline, output capped.
 
-Every command sitscheck runs goes through `CommandRunner.run`. No shell ever; `LC_ALL=C` so
-the output is in the form the parsers know. Its timeout never outlives the deadline of the
-work that asked for it (`scope.work_deadline`: the caller's own, or the check's scope).
-Output is read from pipes as it is written and capped there: a command that prints past the
-cap is killed at once (as RLIMIT_FSIZE would), so a runaway one costs neither memory nor
-disk. On a timeout the command's process group and every process below it (those that left
-the group with `setsid` included) get SIGKILL; a process stuck in the kernel (D state) that
-does not die is abandoned after a short grace, never waited on forever.
+Every command sitscheck runs goes through `CommandRunner.run`. No shell ever; `LC_ALL=C` so the
+output is in the form the parsers know; run from `/` (`WORKING_DIR`), never from the operator's
+working directory; an environment of what it may inherit (`child_environment`). A Python child
+is started through `child_python`, isolated. Its timeout never outlives the deadline of the
+work that asked for it (`scope.work_deadline`: the caller's own, or the check's scope). Output
+is read from pipes as it is written and capped there: a command that prints past the cap is
+killed at once (as RLIMIT_FSIZE would), so a runaway one costs neither memory nor disk. On a
+timeout the command's process group and every process below it (those that left the group with
+`setsid` included) get SIGKILL; a process stuck in the kernel (D state) that does not die is
+abandoned after a short grace, never waited on forever.
 
 `kill_descendants` is for the process that is sitscheck (the CLI), which is the subreaper of
 its commands' orphans (`interrupt.become_subreaper`): each run ends by killing and reaping them.
@@ -33,6 +35,9 @@ STDERR_CAP = 64 * 1024
 _REAP_GRACE_S = 1.0
 _READ_SIZE = 64 * 1024
 _POLL_S = 0.05  # how often a command's end is looked for where no pidfd tells it
+# Where every command and child interpreter runs: never the operator's working directory
+# (a bundle someone sent, a user's folder), whose files a program may read as its own.
+WORKING_DIR = "/"
 
 
 class CommandResult(Struct, frozen=True):
@@ -99,8 +104,8 @@ class CommandRunner:
 
     def which(self, name: str) -> str | None:
         """Absolute path of a command, looked up once; None when absent."""
-        if os.sep in name:
-            return name if os.access(name, os.X_OK) else None
+        if os.sep in name:  # relative to this process's folder, not the command's (`/`)
+            return os.path.abspath(name) if os.access(name, os.X_OK) else None
         if name not in self._resolved:
             self._resolved[name] = shutil.which(name, path=self.path)
         return self._resolved[name]
@@ -140,6 +145,7 @@ class CommandRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=WORKING_DIR,
                 start_new_session=True,
                 close_fds=True,
             )

@@ -206,7 +206,7 @@ class LiveSources(Memo):
             self._load.stop()
         from ..probes.bandwidth.probe import run_probe
 
-        return run_probe(self.runner, self.options.bandwidth_s)
+        return run_probe(self.options.bandwidth_s)
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -7,7 +7,6 @@ import copy
 import ctypes.util
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -168,11 +167,10 @@ def test_a_live_run_without_the_flag_neither_measures_nor_judges(tmp_path: Path)
 def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     tmp_path: Path,
 ) -> None:
-    artifact = run_probe(CommandRunner(path=str(Path(sys.executable).parent)), 5.0)
+    artifact = run_probe(5.0)
     assert artifact.text is not None and is_record(artifact.text)
     assert "libcuda" in " ".join(json.loads(artifact.text)["errors"])
     sources = _live(tmp_path, 5.0)
-    sources.runner = CommandRunner(path=str(Path(sys.executable).parent))
     bundle = tmp_path / "bundle"
     summary = collect_bundle(sources, bundle, gather([BandwidthCheck()]))
     sources.close()

@@ -25,7 +25,7 @@ def hanging_command(folder: Path, name: str, pidfile: Path, ignore_term: bool = 
     return write_command(
         folder,
         name,
-        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))}{flags} "
+        f"exec {shlex.quote(sys.executable)} -I {shlex.quote(str(HANG))}{flags} "
         f'--pidfile {shlex.quote(str(pidfile))} "$@"',
     )
 

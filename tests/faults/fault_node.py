@@ -124,7 +124,7 @@ def hang_body(pidfile: Path, setsid_child: bool = False) -> str:
     with `setsid_child`, its child sleeps in a session of its own (out of its group)."""
     flags = "--ignore-term --setsid-child" if setsid_child else "--ignore-term"
     return (
-        f"exec {shlex.quote(sys.executable)} {shlex.quote(str(HANG))} {flags} "
+        f"exec {shlex.quote(sys.executable)} -I {shlex.quote(str(HANG))} {flags} "
         f'--pidfile {shlex.quote(str(pidfile))} "$@"'
     )
 

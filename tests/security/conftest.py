@@ -1,4 +1,5 @@
-"""The security suite uses the repo's test fakes and the OTLP suite's test receivers."""
+"""The security suite uses the repo's test fakes, the OTLP suite's test receivers and the
+TensorRT suite's fake `tensorrt`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-for folder in (HERE, HERE.parent, HERE.parent / "otel", HERE.parent / "packaging"):
+FOLDERS = (HERE, HERE.parent, HERE.parent / "otel", HERE.parent / "packaging")
+for folder in (*FOLDERS, HERE.parent / "tensorrt"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))

@@ -20,12 +20,14 @@ from sitscheck.sources.live import LiveOptions, LiveSources
 REPO = Path(__file__).resolve().parents[2]
 TREE = ("healthcheck", "checks", "rules", "tests", "tools", "benchmarks", "packaging")
 PACKAGE = ("healthcheck", "checks")
-# Where the package may start a process: the command runner, and the --load probe (itself).
+# Where the package may start a process: the command runner, and `child_python`, the one way
+# of starting a Python child (the pre-filter worker, the --load, --bandwidth and TensorRT
+# probes), isolated.
 SPAWNERS = {
     "healthcheck/sources/command.py",
-    "healthcheck/probes/load.py",
-    "healthcheck/kernlog/prefilter_pipe.py",
+    "healthcheck/sources/child_python.py",
 }
+INTERPRETER = "healthcheck/sources/child_python.py"
 SPAWN_CALLS = {
     "subprocess.Popen",
     "subprocess.run",
@@ -112,14 +114,19 @@ def test_processes_are_started_in_one_place() -> None:
     assert found == []
 
 
-def test_the_load_probe_runs_this_interpreter_by_absolute_path() -> None:
-    source = (REPO / "healthcheck" / "probes" / "load.py").read_text(encoding="utf-8")
-    assert "argv = [sys.executable," in source
-
-
-def test_the_pre_filter_worker_runs_this_interpreter_by_absolute_path() -> None:
-    source = (REPO / "healthcheck" / "kernlog" / "prefilter_pipe.py").read_text(encoding="utf-8")
-    assert "[sys.executable, " in source and "shell" not in source
+def test_every_child_interpreter_is_started_by_child_python() -> None:
+    """`sys.executable` (this interpreter started again) is named in one module of the package,
+    which starts it isolated; every worker and probe goes through it."""
+    found = sorted(
+        where(path, node)
+        for path in python_files(PACKAGE)
+        if str(path.relative_to(REPO)) != INTERPRETER
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and dotted(node) == "sys.executable"
+    )
+    assert found == []
+    source = (REPO / INTERPRETER).read_text(encoding="utf-8")
+    assert "[sys.executable, ISOLATED, " in source and 'ISOLATED = "-I"' in source
 
 
 # ---- commands resolved once, to absolute paths -------------------------------------------------

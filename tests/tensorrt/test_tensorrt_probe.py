@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -14,6 +14,7 @@ from sitscheck.checks.tensorrt.check import TensorrtCheck
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.config import RunConfig
 from sitscheck.gpu.identity import GpuRef
+from sitscheck.sources import child_python
 from sitscheck.sources.command import CommandResult
 from sitscheck.sources.replay import ReplaySources
 from trt_helpers import (
@@ -51,8 +52,8 @@ def in_process_spawn(
 ) -> probe.Spawn:
     """Runs the child's `main` here (the fake is in sys.modules), as the runner would."""
 
-    def spawn(argv: Sequence[str], env: Mapping[str, str], timeout: float) -> CommandResult:
-        assert list(argv) == [sys.executable, "-m", "sitscheck.checks.tensorrt.probe"]
+    def spawn(module: str, env: Mapping[str, str], timeout: float) -> CommandResult:
+        assert module == "sitscheck.checks.tensorrt.probe"
         assert timeout > 0
         calls.append(dict(env))
         wanted = (mode or {}).get(env["CUDA_VISIBLE_DEVICES"], "ok")
@@ -60,7 +61,7 @@ def in_process_spawn(
             patch.setenv("SITSCHECK_FAKE_TRT_MODE", wanted)
             out = io.StringIO()
             code = probe.main([], out)
-        return CommandResult(tuple(argv), code, out.getvalue(), "", 0.01)
+        return CommandResult(tuple(child_python.argv(module)), code, out.getvalue(), "", 0.01)
 
     return spawn
 
@@ -258,11 +259,11 @@ def test_index_when_no_uuid_is_known() -> None:
 
 @pytest.fixture
 def fake_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake as a package the child processes import (and the parent can find)."""
+    """The fake as a package the parent can find, so the child processes import it (they get
+    the parent's import path)."""
     folder = write_fake_package(tmp_path / "fake")
     monkeypatch.delitem(sys.modules, "tensorrt", raising=False)
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.setenv("PYTHONPATH", str(folder))
     monkeypatch.delenv("SITSCHECK_FAKE_TRT_MODE", raising=False)
 
 
@@ -293,9 +294,17 @@ def test_a_hung_child_is_killed_at_the_deadline_with_its_log_so_far(
     assert judged["gpus"][0]["status"] == "timed_out"
 
 
-@pytest.mark.usefixtures("fake_on_path")
-def test_a_child_that_cannot_import_tensorrt_is_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", "")  # the parent finds it, the child does not
+def test_a_child_that_cannot_import_tensorrt_is_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent finds the package (it does not import it); the child's import fails, as it
+    does where a library the package loads is missing."""
+    package = tmp_path / "broken" / "tensorrt"
+    package.mkdir(parents=True)
+    missing = "libnvinfer.so.10: cannot open shared object file: No such file or directory"
+    (package / "__init__.py").write_text(f"raise ImportError({missing!r})\n", encoding="utf-8")
+    monkeypatch.delitem(sys.modules, "tensorrt", raising=False)
+    monkeypatch.syspath_prepend(str(package.parent))
     (gpu,) = probe.run_probe([GpuRef(0, "a", "NVIDIA H200")], 60.0).gpus
     assert gpu.status == "not_run"
     assert gpu.reason is not None and gpu.reason.startswith("tensorrt could not be imported: ")

@@ -221,14 +221,17 @@ from sitscheck.kernlog.prefilter_frames import FrameWriter, Lines, Request, Fail
 def main():
     msgpack.decode(sys.stdin.buffer.read(), type=Request)
     writer = FrameWriter(sys.stdout.fileno())
-    if os.environ.get("STAND_IN") == "failed":
+    if os.environ.get("SITSCHECK_STAND_IN") == "failed":
         writer.write(Failed("reading the log: Input/output error"))
         return 1
-    if os.environ.get("STAND_IN") == "silent":
+    if os.environ.get("SITSCHECK_STAND_IN") == "silent":
         import time
         time.sleep(30)
     writer.write(Lines(["[ 5.1] pcieport 0000:16:01.0: AER: Corrected error message received"]))
     os._exit(9)
+
+if __name__ == "__main__":
+    raise SystemExit(main())
 """
 
 
@@ -247,7 +250,7 @@ def test_a_worker_that_dies_or_fails_midway_leaves_the_scan_to_read_it_from_the_
     path = _write(tmp_path, "storm")
     interests = _interests(plugins=True)
     here = scan.scan_file(path, interests, worker_from=None)
-    stand_in.setenv("STAND_IN", kind)
+    stand_in.setenv("SITSCHECK_STAND_IN", kind)
     with path.open("rb", buffering=0) as handle:
         handlers = scan._Handlers(interests)
         with pipe.PrefilterWorker(handle, handlers.anchors, keep=handlers.needles) as worker:
@@ -265,7 +268,7 @@ def test_past_its_deadline_the_worker_is_killed_and_the_scan_says_so(
     tmp_path: Path, stand_in: pytest.MonkeyPatch
 ) -> None:
     path = _write(tmp_path, "storm")
-    stand_in.setenv("STAND_IN", "silent")
+    stand_in.setenv("SITSCHECK_STAND_IN", "silent")
     started = time.monotonic()
     with entered(Scope(deadline=started + 1.0)):
         with pytest.raises(ReadPastDeadline, match="pre-filter worker had not finished; killed"):
@@ -281,16 +284,22 @@ def test_the_scans_own_reading_stops_at_its_deadline(tmp_path: Path) -> None:
             scan.scan_file(path, _interests(plugins=False), worker_from=None)
 
 
-def test_the_worker_is_this_interpreter_by_absolute_path_in_a_session_of_its_own(
+def test_the_worker_is_this_interpreter_isolated_by_absolute_path_in_a_session_of_its_own(
     tmp_path: Path, stand_in: pytest.MonkeyPatch
 ) -> None:
+    """Started as every child interpreter is (`child_python`): `-I`, from `/`, with the
+    environment a command inherits (a secret of the parent's is not in it)."""
     path = _write(tmp_path, "storm")
-    stand_in.setenv("STAND_IN", "silent")
+    stand_in.setenv("SITSCHECK_STAND_IN", "silent")
+    stand_in.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer secret")
+    stand_in.chdir(tmp_path)
     handlers = scan._Handlers(_interests(plugins=False))
     with path.open("rb", buffering=0) as handle:
         with pipe.PrefilterWorker(handle, handlers.anchors):
             (child,) = _children()
-            assert child.cmdline()[0] == sys.executable and os.path.isabs(sys.executable)
+            assert child.cmdline()[:2] == [sys.executable, "-I"] and os.path.isabs(sys.executable)
+            assert child.cwd() == "/"
+            assert "OTEL_EXPORTER_OTLP_HEADERS" not in child.environ()
             assert os.getsid(child.pid) == child.pid != os.getsid(0)
     assert _children() == []
 

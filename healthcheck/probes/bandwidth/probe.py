@@ -1,18 +1,17 @@
 """Start the bandwidth probe from sitscheck: a child process under a deadline, its record back.
 
-The child (`python -m sitscheck.probes.bandwidth`) leads its own process group (CommandRunner), so a
-CUDA call that hangs costs its timeout and nothing more: the group is killed, and the driver
-releases a killed process's memory. The record it prints is the `bandwidth.json` artifact a
-bundle keeps and a replay reads.
+The child (`sitscheck.probes.bandwidth` in an isolated interpreter, `child_python`) leads its
+own process group (run as a command is), so a CUDA call that hangs costs its timeout and
+nothing more: the group is killed, and the driver releases a killed process's memory. The
+record it prints is the `bandwidth.json` artifact a bundle keeps and a replay reads.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 
+from ...sources import child_python
 from ...sources.base import Artifact
-from ...sources.command import CommandRunner
 from . import BANDWIDTH_JSON, FORMAT
 
 # The probe stops itself at its deadline; this much more is left for releasing its memory and
@@ -21,15 +20,15 @@ GRACE_S = 4.0
 # The probe's own deadline: it needs about 1 s per GPU (issue 22: under 10 s for 8 GPUs); a
 # check deadline shorter than twice this gives it half of that deadline.
 BUDGET_S = 12.0
+_MODULE = "sitscheck.probes.bandwidth"
 
 
 def budget_s(check_timeout_s: float) -> float:
     return min(BUDGET_S, max(check_timeout_s / 2.0, 2.0))
 
 
-def run_probe(runner: CommandRunner, budget: float) -> Artifact:
-    argv = (sys.executable, "-m", "sitscheck.probes.bandwidth", "--deadline-s", f"{budget:g}")
-    result = runner.run(argv, timeout=budget + GRACE_S)
+def run_probe(budget: float) -> Artifact:
+    result = child_python.run(_MODULE, ("--deadline-s", f"{budget:g}"), budget + GRACE_S)
     text = result.stdout.strip()
     if is_record(text):
         return Artifact(BANDWIDTH_JSON, text + "\n", result.display)
