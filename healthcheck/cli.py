@@ -351,7 +351,13 @@ def _print_checks() -> int:
 
 @app.command(cls=_Command)
 def collect(
-    directory: Annotated[Path, typer.Argument(help="Folder to write the bundle into.")],
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="Folder to write the bundle into (new or empty), or a new X.tar.gz / X.tgz "
+            "to write it as a gzip tarball."
+        ),
+    ],
     sample_seconds: SampleOpt = None,
     load: LoadOpt = False,
     bandwidth: BandwidthOpt = False,
@@ -363,16 +369,8 @@ def collect(
 
     def body() -> int:
         from .app import live_sources, selected_checks
-        from .errors import ConfigError
-
-        if directory.exists() and not directory.is_dir():
-            raise ConfigError(f"collect {directory}: not a folder")
-        if directory.is_dir() and any(directory.iterdir()):
-            raise ConfigError(
-                f"collect {directory}: the folder is not empty (a bundle of old and new files "
-                "would mix two nodes' or two times' evidence); give a new or empty folder"
-            )
         from .contract.evidence import gather
+        from .sources.bundle_writer import open_bundle_writer
         from .sources.collect import collect_bundle
 
         settings = _config(
@@ -386,11 +384,12 @@ def collect(
             config,
         )
         declared = gather(selected_checks(settings))
-        sources = live_sources(settings, declared, load_margin_s=8.0)
-        try:
-            summary = collect_bundle(sources, directory, declared)
-        finally:
-            sources.close()
+        with open_bundle_writer(directory) as out:
+            sources = live_sources(settings, declared, load_margin_s=8.0)
+            try:
+                summary = collect_bundle(sources, out, declared)
+            finally:
+                sources.close()
         typer.echo(f"wrote {len(summary['written'])} files to {directory}")
         for name, reason in summary["missing"].items():
             typer.echo(f"  missing {name}: {reason}")

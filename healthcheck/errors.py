@@ -11,6 +11,11 @@ class ConfigError(SitscheckError):
     """A configuration, option or profile that cannot be used."""
 
 
+class WriteError(SitscheckError):
+    """A file sitscheck was to write that could not be written, or not safely (a link or a
+    file another process put where it writes): the path is named, nothing else is touched."""
+
+
 class InputError(SitscheckError):
     """Bad input that names its file and, where known, its line."""
 

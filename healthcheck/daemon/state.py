@@ -231,7 +231,8 @@ class StateLock:
     def acquire(self) -> None:
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o750)
-            fd = os.open(self.state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC  # never a planted link
+            fd = os.open(self.state_dir / LOCK_FILE, flags, 0o640)
         except OSError as exc:
             raise StateError(f"state directory {self.state_dir}: {exc.strerror or exc}") from exc
         deadline = time.monotonic() + self.timeout_s

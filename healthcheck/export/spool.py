@@ -30,6 +30,8 @@ from pathlib import Path
 
 from msgspec import Struct
 
+from ..sources.files import open_regular
+
 SPOOL_FILE_MODE = 0o640
 SUFFIX = ".otlp"
 STATE_FILE = "state.json"
@@ -109,7 +111,9 @@ class Spool:
         return sorted(entries, key=lambda e: e.name)
 
     def read(self, entry: Entry) -> bytes:
-        return entry.path.read_bytes()
+        """The payload; a link in its place is not followed (root would send what it names)."""
+        with open_regular(entry.path, follow_link=False) as handle:
+            return handle.read()
 
     def remove(self, entry: Entry) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -172,7 +176,8 @@ class Spool:
     @contextlib.contextmanager
     def locked(self, wait_s: float) -> Iterator[bool]:
         """True while this process holds the spool; False when another run kept it `wait_s`."""
-        fd = os.open(self.directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, SPOOL_FILE_MODE)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC  # never a planted link
+        fd = os.open(self.directory / LOCK_FILE, flags, SPOOL_FILE_MODE)
         try:
             give_up = time.monotonic() + wait_s
             while True:
@@ -198,8 +203,8 @@ def _write_atomic(path: Path, body: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(body)
             handle.flush()
+            os.fchmod(handle.fileno(), SPOOL_FILE_MODE)  # the file, never what its name now is
             os.fsync(handle.fileno())
-        os.chmod(temp, SPOOL_FILE_MODE)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -3,10 +3,12 @@
 Shared by every reporter that writes a file, and by the daemon's state (its one home, so the
 delivery of reports and the reporters that write files do not import each other).
 
-A target that is not a regular file (a FIFO, a character device) is written in place without
-ever blocking: opened `O_NONBLOCK` (a FIFO no process has open is refused at once) and written
-as fast as its reader reads, polled against a deadline (the caller's, else the current scope's,
-else `IN_PLACE_WRITE_S`): a reader that never reads costs that output, not the run.
+A regular file is replaced, never written through: a link where it goes is replaced too, and a
+temporary file's mode is set on its descriptor. A target that is not a regular file (a FIFO, a
+character device; a link to one only where root or this user made the link) is written in place
+without ever blocking: opened `O_NONBLOCK` (a FIFO no process has open is refused at once) and
+written as fast as its reader reads, polled against a deadline (the caller's, else the current
+scope's, else `IN_PLACE_WRITE_S`): a reader that never reads costs that output, not the run.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def write_atomic(
     a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written to in place, never replaced,
     and never past `deadline` (monotonic seconds; see the module's note)."""
     if path.exists() and not path.is_file():
+        _refuse_foreign_link(path)
         write_in_place(path, text.encode("utf-8"), _in_place_deadline(deadline))
         return
     _make_folders(path.parent)
@@ -43,12 +46,24 @@ def write_atomic(
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), mode)  # the file written, never what its name now is
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         with_suppressed_unlink(temp)
         raise
+
+
+def _refuse_foreign_link(path: Path) -> None:
+    """A symbolic link that another user made is never followed to write through it (the rule
+    of the kernel's `fs.protected_symlinks`): in a folder others can write, a link to a disk
+    or a device planted where a report goes would have root write the report there. Links of
+    root's or this user's own (`/dev/stdout`) are followed."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) and info.st_uid not in (0, os.geteuid()):
+        raise OSError(
+            errno.ELOOP, f"a symbolic link of another user's (uid {info.st_uid}); not followed"
+        )
 
 
 def _in_place_deadline(deadline: float | None) -> float:

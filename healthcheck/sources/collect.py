@@ -6,6 +6,9 @@ under `sysfs/` and `proc/` (class links read through, stored as plain folders), 
 under `files/`, and declared log files. The bundle is plain files an operator can assemble by
 hand, and replays through the same checks with `sitscheck run --from DIR`.
 
+Every file is written through a `BundleWriter` (`bundle_writer`): never through a link, never
+over a file it did not create, 0640 in folders 0750; the bundle is a folder or a gzip tarball.
+
 The declared sysfs globs are read twice, at the start and at the end of the sampling window
 (`sample_seconds`, counted from before the NVML snapshot), so a check can difference the
 counters among them: `sysfs/` holds the first reading, `sysfs-end/` the same paths read at the
@@ -15,10 +18,8 @@ end and `sysfs-end/window_seconds` the seconds between the two readings' midpoin
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from msgspec import Struct
@@ -27,83 +28,76 @@ from ..contract.declarations import resolve
 from ..contract.evidence import DeclaredEvidence
 from ..probes.bandwidth import BANDWIDTH_JSON
 from . import artifacts as names
+from .bundle_writer import BundleWriter
 from .files import FileTree
 from .live import LiveSources
 
 
 def collect_bundle(
-    sources: LiveSources, target: Path, declared: DeclaredEvidence
+    sources: LiveSources, out: BundleWriter, declared: DeclaredEvidence
 ) -> dict[str, Any]:
-    """Write every piece of declared evidence; returns what was written and what failed."""
-    target.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"written": [], "missing": {}}
+    """Write every piece of declared evidence; returns what was written (`written`: the
+    bundle's files, relative to its root) and what failed."""
+    summary: dict[str, Any] = {"written": out.written, "missing": {}}
     first = _read_files(sources.sysfs, _globbed(sources.sysfs, declared.sysfs))
     if declared.nvml:
         snapshot, reason = sources.gpu_snapshot()
         if snapshot is not None:
-            _write(target / names.NVML_JSON, json.dumps(snapshot, indent=1, default=str), summary)
+            out.write_text(names.NVML_JSON, json.dumps(snapshot, indent=1, default=str))
         else:
             summary["missing"][names.NVML_JSON] = reason
     for name in declared.commands:
         artifact = sources.artifact(name)
         if artifact.text is not None:
-            _write(target / name, artifact.text, summary)
+            out.write_text(name, artifact.text)
         else:
             summary["missing"][name] = artifact.reason
     if first.texts:
-        _collect_sysfs_end(sources, target, first, summary)
-    _collect_bandwidth(sources, target, summary)
+        _collect_sysfs_end(sources, out, first)
+    _collect_bandwidth(sources, out, summary)
     if declared.kernel_log:
-        _collect_kernel_log(sources, target, summary)
+        _collect_kernel_log(sources, out, summary)
     sysfs_paths = [p for ref in declared.sysfs_paths for p in resolve(ref)(sources)]
-    sysfs_dir = target / names.SYSFS_DIR
-    copied = _write_tree(first.texts, sysfs_dir)
-    copied += _copy_tree_files(sources.sysfs, sysfs_paths, sysfs_dir, set(first.texts))
+    copied = _write_tree(out, first.texts, names.SYSFS_DIR)
+    copied += _copy_tree_files(out, sources.sysfs, sysfs_paths, names.SYSFS_DIR, set(first.texts))
     summary["sysfs_files"] = copied
     summary["proc_files"] = _copy_tree_files(
-        sources.procfs, _globbed(sources.procfs, declared.procfs), target / names.PROCFS_DIR
+        out, sources.procfs, _globbed(sources.procfs, declared.procfs), names.PROCFS_DIR
     )
     summary["host_files"] = _copy_tree_files(
-        sources.files, _globbed(sources.files, declared.files), target / names.FILES_DIR
+        out, sources.files, _globbed(sources.files, declared.files), names.FILES_DIR
     )
     for folder in declared.logs:
-        _collect_logs(sources, folder, target, summary)
+        for number, log in enumerate(sources.log_files(folder)):
+            out.copy_file(f"{folder}/{number:02d}-{log.name}", log)
     meta = {
         **sources.meta(),
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "missing": summary["missing"],
     }
-    _write(target / names.META_JSON, json.dumps(meta, indent=2), summary)
+    out.write_text(names.META_JSON, json.dumps(meta, indent=2))
     return summary
 
 
-def _collect_bandwidth(sources: LiveSources, target: Path, summary: dict[str, Any]) -> None:
+def _collect_bandwidth(sources: LiveSources, out: BundleWriter, summary: dict[str, Any]) -> None:
     """After the command outputs (taken while --load still runs): the probe stops the load."""
     if sources.options.bandwidth_s is None:
         return
     artifact = sources.artifact(BANDWIDTH_JSON)
     if artifact.text is not None:
-        _write(target / BANDWIDTH_JSON, artifact.text, summary)
+        out.write_text(BANDWIDTH_JSON, artifact.text)
     else:
         summary["missing"][BANDWIDTH_JSON] = artifact.reason
 
 
-def _write(path: Path, text: str, summary: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    summary["written"].append(str(path))
-
-
-def _collect_kernel_log(sources: LiveSources, target: Path, summary: dict[str, Any]) -> None:
+def _collect_kernel_log(sources: LiveSources, out: BundleWriter, summary: dict[str, Any]) -> None:
     stream = sources.kernel_log()
     if stream.lines is None:
         summary["missing"][names.DMESG] = stream.reason
         return
-    path = target / names.DMESG
-    with path.open("w", encoding="utf-8") as out:
+    with out.open_text(names.DMESG) as log:
         for line in stream.lines:
-            out.write(line + "\n")
-    summary["written"].append(str(path))
+            log.write(line + "\n")
     summary["kernel_log_source"] = stream.ref
 
 
@@ -116,11 +110,15 @@ def _globbed(tree: FileTree, patterns: list[str]) -> list[str]:
 
 
 def _copy_tree_files(
-    tree: FileTree, relative_paths: list[str], into: Path, skip: set[str] | None = None
+    out: BundleWriter,
+    tree: FileTree,
+    relative_paths: list[str],
+    into: str,
+    skip: set[str] | None = None,
 ) -> int:
     """Each readable file, as plain files under `into` at the same relative path."""
     wanted = [p for p in dict.fromkeys(relative_paths) if p not in (skip or set())]
-    return _write_tree(_read_files(tree, wanted).texts, into)
+    return _write_tree(out, _read_files(tree, wanted).texts, into)
 
 
 class _Reading(Struct):
@@ -140,29 +138,17 @@ def _read_files(tree: FileTree, relative_paths: list[str]) -> _Reading:
     return _Reading(texts, (began + time.monotonic()) / 2)
 
 
-def _write_tree(texts: dict[str, str], into: Path) -> int:
+def _write_tree(out: BundleWriter, texts: dict[str, str], into: str) -> int:
     for relative, text in texts.items():
-        out = into / relative.lstrip("/")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        out.write_text(f"{into}/{relative.lstrip('/')}", text)
     return len(texts)
 
 
-def _collect_sysfs_end(
-    sources: LiveSources, target: Path, first: _Reading, summary: dict[str, Any]
-) -> None:
+def _collect_sysfs_end(sources: LiveSources, out: BundleWriter, first: _Reading) -> None:
     """The first reading's files read again once the sampling window has passed."""
     pause = first.at + sources.options.sample_seconds - time.monotonic()
     if pause > 0:
         time.sleep(pause)
     end = _read_files(sources.sysfs, list(first.texts))
-    _write_tree(end.texts, target / names.SYSFS_END_DIR)
-    _write(target / names.SYSFS_WINDOW, f"{end.at - first.at:.3f}\n", summary)
-
-
-def _collect_logs(sources: LiveSources, folder: str, target: Path, summary: dict[str, Any]) -> None:
-    for number, log in enumerate(sources.log_files(folder)):
-        out = target / folder / f"{number:02d}-{log.name}"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, out)
-        summary["written"].append(str(out))
+    _write_tree(out, end.texts, names.SYSFS_END_DIR)
+    out.write_text(names.SYSFS_WINDOW, f"{end.at - first.at:.3f}\n")

@@ -32,11 +32,13 @@ class NotRegularFile(OSError):
         self.strerror = str(self)
 
 
-def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+def open_regular(path: str | os.PathLike[str], follow_link: bool = True) -> IO[bytes]:
     """`path` opened for reading in binary, without blocking (a FIFO with no writer would wait
-    forever) and only if it is a regular file (sysfs and /proc entries are regular files too).
-    Raises OSError: `NotRegularFile` for anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    forever) and only if it is a regular file (sysfs and /proc entries are regular files too);
+    without `follow_link`, a symbolic link is refused (ELOOP). Raises OSError: `NotRegularFile`
+    for anything else."""
+    nofollow = 0 if follow_link else os.O_NOFOLLOW
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

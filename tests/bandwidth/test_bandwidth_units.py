@@ -23,6 +23,7 @@ from sitscheck.contract.evidence import gather
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.probes.bandwidth.cuda import format_uuid
 from sitscheck.probes.bandwidth.probe import is_record, run_probe
+from sitscheck.sources.bundle_writer import open_bundle_writer
 from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
@@ -172,9 +173,10 @@ def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     assert "libcuda" in " ".join(json.loads(artifact.text)["errors"])
     sources = _live(tmp_path, 5.0)
     bundle = tmp_path / "bundle"
-    summary = collect_bundle(sources, bundle, gather([BandwidthCheck()]))
+    with open_bundle_writer(bundle) as out:
+        summary = collect_bundle(sources, out, gather([BandwidthCheck()]))
     sources.close()
-    assert str(bundle / BANDWIDTH_JSON) in summary["written"]
+    assert BANDWIDTH_JSON in summary["written"]
     # the recorded H200 with this failed probe's record in place of its own
     node = tmp_path / "node"
     shutil.copytree(RECORDED, node)

@@ -16,6 +16,7 @@ from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.contract.runner import run_checks
 from sitscheck.models import CheckResult, Status
+from sitscheck.sources.bundle_writer import open_bundle_writer
 from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.replay import ReplaySources
@@ -65,7 +66,8 @@ def test_collect_writes_plain_folders_both_readings_and_the_pcie_paths(tmp_path:
     declared = gather([InfinibandCheck()])
     declared.kernel_log = False  # the host's own log is not this test's
     bundle = tmp_path / "bundle"
-    collect_bundle(live_sources(root, 0.2), bundle, declared)
+    with open_bundle_writer(bundle) as out:
+        collect_bundle(live_sources(root, 0.2), out, declared)
     state = bundle / "sysfs" / IB / "mlx5_0/ports/1/state"
     assert state.is_file() and not state.is_symlink() and state.read_text() == "4: ACTIVE\n"
     assert not (bundle / "sysfs" / IB / "mlx5_0").is_symlink()
