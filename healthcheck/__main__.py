@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import sys
 
-RUNS = ("run", "daemon")  # the commands that take a held signal (no command at all is a run)
+RUNS = ("run", "daemon", "accept")  # the commands that take a held signal (no command at all is a run)
 
 
 def main() -> None:

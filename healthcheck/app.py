@@ -196,8 +196,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
-    if request.acceptance is not None:
-        note = request.acceptance.note(note)
+    from .accept.records import accepted_without
+
+    left_out = accepted_without([r.skip_reason for r in results], [r.name for r in results])
+    note = "; ".join(n for n in (note, left_out) if n) or None
     report = build_report(
         results,
         verdicts,

@@ -22,7 +22,8 @@ class BandwidthImpl:
         if skip is not None:
             return skip
         if sources.mode == "live":
-            return None if config.bandwidth or config.load else NOT_ASKED
+            measured = BANDWIDTH_JSON in getattr(sources, "records", {})  # sitscheck accept's phase
+            return None if config.bandwidth or config.load or measured else NOT_ASKED
         artifact = sources.artifact(BANDWIDTH_JSON)
         if artifact.text is None:
             return f"{artifact.reason} (recorded without --bandwidth)"

@@ -16,8 +16,11 @@ class ComputeCheck(LazyCheck):
     needs_gpu = True
     metrics = (
         MetricSpec("sitscheck.accept.compute.tflops", "TFLOP/s", "median measured bf16 GEMM rate"),
-        MetricSpec("sitscheck.accept.compute.mismatched_repeats", "{repeat}",
-                   "repeats whose output differed from the first"),  # fmt: skip
+        MetricSpec(
+            "sitscheck.accept.compute.mismatched_repeats",
+            "{repeat}",
+            "repeats whose output differed from the first",
+        ),
     )
     codes = "sitscheck.checks.compute.codes:CODES"
     facts = "sitscheck.checks.compute.facts:Facts"

@@ -44,10 +44,22 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
         out.facts["gpus"].append(facts)
         labels = {"gpu": str(entry.index)}
         if facts["tflops_median"] is not None:
-            out.metrics.append(Metric(name="sitscheck.accept.compute.tflops",
-                                      value=facts["tflops_median"], unit="TFLOP/s", labels=labels))
-        out.metrics.append(Metric(name="sitscheck.accept.compute.mismatched_repeats",
-                                  value=len(mismatched), unit="{repeat}", labels=labels))
+            out.metrics.append(
+                Metric(
+                    name="sitscheck.accept.compute.tflops",
+                    value=facts["tflops_median"],
+                    unit="TFLOP/s",
+                    labels=labels,
+                )
+            )
+        out.metrics.append(
+            Metric(
+                name="sitscheck.accept.compute.mismatched_repeats",
+                value=len(mismatched),
+                unit="{repeat}",
+                labels=labels,
+            )
+        )
         out.findings.extend(_findings(entry, facts, mismatched, result, peers, majority))
     if len(ran) == 1:
         out.not_judged.append("digest across GPUs: not applicable (one GPU of its model)")
@@ -80,26 +92,41 @@ def _findings(
     device = entry.device()
     found: list[Finding] = []
     if mismatched:
-        found.append(Finding(
-            code="compute.repeat_mismatch", severity=Severity.CRITICAL, device=device,
-            message=f"GPU {entry.index}: silent data corruption suspected: repeat(s) "
-                    f"{', '.join(str(r) for r in mismatched[:5])} of {facts['repeats']} gave "
-                    "other bits than the first"))  # fmt: skip
+        found.append(
+            Finding(
+                code="compute.repeat_mismatch",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: silent data corruption suspected: repeat(s) "
+                f"{', '.join(str(r) for r in mismatched[:5])} of {facts['repeats']} gave "
+                "other bits than the first",
+            )
+        )
     if len(peers) >= 2 and facts["digest"] is not None and facts["matches_node"] is not True:
         others = ", ".join(
             f"GPU {p.index} {(p.result or {}).get('digest')}" for p in peers if p is not entry
         )
         why = "differs from" if entry.name in majority else "no majority among"
-        found.append(Finding(
-            code="compute.node_mismatch", severity=Severity.CRITICAL, device=device,
-            message=f"GPU {entry.index}: silent data corruption suspected: digest "
-                    f"{facts['digest']} {why} the other {entry.name or 'GPU'}s' ({others})"))  # fmt: skip
+        found.append(
+            Finding(
+                code="compute.node_mismatch",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: silent data corruption suspected: digest "
+                f"{facts['digest']} {why} the other {entry.name or 'GPU'}s' ({others})",
+            )
+        )
     error, tolerance = facts["reference_max_rel_error"], _number(result.get("reference_tolerance"))
     if error is not None and tolerance is not None and error > tolerance:
-        found.append(Finding(
-            code="compute.reference_error", severity=Severity.CRITICAL, device=device,
-            message=f"GPU {entry.index}: silent data corruption suspected: a 64×64 tile is "
-                    f"{error:.4g} off its fp64 reference (bf16 allows {tolerance:.4g})"))  # fmt: skip
+        found.append(
+            Finding(
+                code="compute.reference_error",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: silent data corruption suspected: a 64×64 tile is "
+                f"{error:.4g} off its fp64 reference (bf16 allows {tolerance:.4g})",
+            )
+        )
     return found
 
 

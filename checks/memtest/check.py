@@ -27,6 +27,7 @@ class MemtestCheck(LazyCheck):
         "pattern over ≥ 90 % of each GPU's free memory, in parallel, pass after pass",
         share=0.08,
         order=10,
+        startup_s=5.0,  # no PyTorch: the interpreter and a CUDA context
     )
     evidence = EvidenceSpec(summary="the memory test's record (bundle accept/memtest.json)")
     impl = "sitscheck.checks.memtest.judge:MemtestImpl"

@@ -39,10 +39,22 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
         }
         out.facts["gpus"].append(facts)
         labels = {"gpu": str(entry.index)}
-        out.metrics.append(Metric(name="sitscheck.accept.memtest.bad_words",
-                                  value=facts["bad_words"], unit="{word}", labels=labels))
-        out.metrics.append(Metric(name="sitscheck.accept.memtest.bytes",
-                                  value=facts["bytes_tested"], unit="By", labels=labels))
+        out.metrics.append(
+            Metric(
+                name="sitscheck.accept.memtest.bad_words",
+                value=facts["bad_words"],
+                unit="{word}",
+                labels=labels,
+            )
+        )
+        out.metrics.append(
+            Metric(
+                name="sitscheck.accept.memtest.bytes",
+                value=facts["bytes_tested"],
+                unit="By",
+                labels=labels,
+            )
+        )
         out.findings.extend(_findings(entry, facts))
         if facts["ecc_before"] is None or facts["ecc_after"] is None:
             out.not_judged.append(f"GPU {entry.index}: ECC counters not readable (no ECC "
@@ -58,25 +70,47 @@ def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
         first = facts["first_bad"] or {}
         where = (f"; first at 0x{first['address']:x}: expected {first['expected']}, read "
                  f"{first['read']}") if first else ""  # fmt: skip
-        found.append(Finding(
-            code="memtest.bad_words", severity=Severity.CRITICAL, device=device,
-            message=f"GPU {entry.index}: {bad} bad word(s) in "
-                    f"{facts['bytes_tested'] / GIB:.1f} GiB{where}"))  # fmt: skip
+        found.append(
+            Finding(
+                code="memtest.bad_words",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: {bad} bad word(s) in "
+                f"{facts['bytes_tested'] / GIB:.1f} GiB{where}",
+            )
+        )
     before, after = facts["ecc_before"], facts["ecc_after"]
     if before is None or after is None:
         return found
     new_uncorrected = after["volatile_uncorrected"] - before["volatile_uncorrected"]
     new_corrected = after["volatile_corrected"] - before["volatile_corrected"]
     if new_uncorrected > 0:
-        found.append(Finding(code="memtest.ecc_uncorrected", severity=Severity.CRITICAL,
-                             device=device, message=f"GPU {entry.index}: {new_uncorrected} new "
-                             "uncorrectable ECC error(s) during the memory test"))  # fmt: skip
+        found.append(
+            Finding(
+                code="memtest.ecc_uncorrected",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: {new_uncorrected} new "
+                "uncorrectable ECC error(s) during the memory test",
+            )
+        )
     if after["remap_failure"]:
-        found.append(Finding(code="memtest.remap_failure", severity=Severity.CRITICAL,
-                             device=device, message=f"GPU {entry.index}: row remapping failed "
-                             "during the memory test"))  # fmt: skip
+        found.append(
+            Finding(
+                code="memtest.remap_failure",
+                severity=Severity.CRITICAL,
+                device=device,
+                message=f"GPU {entry.index}: row remapping failed during the memory test",
+            )
+        )
     if new_corrected > 0:
-        found.append(Finding(code="memtest.ecc_corrected", severity=Severity.WARNING,
-                             device=device, message=f"GPU {entry.index}: {new_corrected} new "
-                             "corrected ECC error(s) during the memory test"))  # fmt: skip
+        found.append(
+            Finding(
+                code="memtest.ecc_corrected",
+                severity=Severity.WARNING,
+                device=device,
+                message=f"GPU {entry.index}: {new_corrected} new "
+                "corrected ECC error(s) during the memory test",
+            )
+        )
     return found

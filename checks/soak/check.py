@@ -22,8 +22,12 @@ class SoakCheck(LazyCheck):
     codes = "sitscheck.checks.soak.codes:CODES"
     facts = "sitscheck.checks.soak.facts:Facts"
     profile_keys = (
-        ProfileKey("accept", "object", "acceptance references: tflops per engine "
-                   "({torch: 664, ptx: 288}), iteration_cv_max, dense_bf16_tflops"),  # fmt: skip
+        ProfileKey(
+            "accept",
+            "object",
+            "acceptance references: tflops per engine "
+            "({torch: 664, ptx: 288}), iteration_cv_max, dense_bf16_tflops",
+        ),
     )
     workload = WorkloadSpec(
         phase="soak",

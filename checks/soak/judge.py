@@ -39,11 +39,16 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
                 out.metrics.append(Metric(name=name, value=value, unit=unit, labels=labels))
         mismatches = result.get("digest_mismatches") or []
         if mismatches:
-            out.findings.append(Finding(
-                code="soak.digest_mismatch", severity=Severity.CRITICAL, device=entry.device(),
-                message=f"GPU {entry.index}: silent data corruption suspected under load: the "
-                        f"product's digest changed at iteration(s) "
-                        f"{', '.join(str(m) for m in mismatches[:5])} of {result.get('iterations')}"))  # fmt: skip
+            out.findings.append(
+                Finding(
+                    code="soak.digest_mismatch",
+                    severity=Severity.CRITICAL,
+                    device=entry.device(),
+                    message=f"GPU {entry.index}: silent data corruption suspected under load: the "
+                    f"product's digest changed at iteration(s) "
+                    f"{', '.join(str(m) for m in mismatches[:5])} of {result.get('iterations')}",
+                )
+            )
         if facts["reasons_s"] is None:
             out.not_judged.append(f"GPU {entry.index}: clock-event reasons not readable")
     return out
@@ -66,10 +71,15 @@ def gpu_facts(entry: Entry, result: dict[str, Any]) -> dict[str, Any]:
         "steady_from_s": start,
         "power_w": {"median": _r(median(power)), "p5": _r(percentile(power, 0.05))},
         "power_limit_w": _r(median(limits)),
-        "sm_clock_mhz": {"median": _r(median(clock)), "p5": _r(percentile(clock, 0.05)),
-                         "min": _r(min(clock)) if clock else None},  # fmt: skip
-        "temp_c": {"max": _r(max(_values(samples, "temp_c"), default=None)),
-                   "slope_last30_c_per_min": slope_c_per_min(samples)},  # fmt: skip
+        "sm_clock_mhz": {
+            "median": _r(median(clock)),
+            "p5": _r(percentile(clock, 0.05)),
+            "min": _r(min(clock)) if clock else None,
+        },
+        "temp_c": {
+            "max": _r(max(_values(samples, "temp_c"), default=None)),
+            "slope_last30_c_per_min": slope_c_per_min(samples),
+        },
         "memory_temp_c": {"max": _r(max(_values(samples, "mem_temp_c"), default=None))},
         "reasons_s": reason_seconds(steady, SAMPLE_PERIOD_S),
         "iteration_ms": summary(iterations),

@@ -41,9 +41,9 @@ def steady_from(samples: Sequence[dict[str, Any]]) -> float | None:
     power, clock = _series(samples, "power_w"), _series(samples, "sm_clock_mhz")
     if len(power) < 4 or len(clock) < 4:
         return None
-    targets = [median([v for _, v in s[len(s) // 2:]]) for s in (power, clock)]
+    targets = [median([v for _, v in s[len(s) // 2 :]]) for s in (power, clock)]
     start = None
-    for series, target in zip((power, clock), targets):
+    for series, target in zip((power, clock), targets, strict=True):
         assert target is not None
         # the last sample outside the band: the steady state starts after it
         outside = [t for t, v in series if abs(v - target) > STEADY_BAND * target]

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..sources.nvml import Nvml, NvmlUnavailable
 from .gpus import NodeGpus
 from .phases import Injection
-from .plan import PhaseShare, Plan, make_plan
+from .plan import PhaseShare, make_plan
 from .session import Acceptance
 
 ENGINES = ("auto", "torch", "ptx")
@@ -44,7 +44,8 @@ def prepare(
     if engine not in ENGINES:
         raise Refused(f"--engine {engine}: one of {', '.join(ENGINES)}")
     phases = [
-        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu) for w in declared.workloads
+        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu, w.startup_s)
+        for w in declared.workloads
     ]
     names = [p.name for p in phases]
     for name in skip:
@@ -63,7 +64,7 @@ def prepare(
     sys.stderr.flush()
     return Acceptance(
         config, plan, node or NodeGpus.empty(), engine, began, stopped, show_progress,
-        [_injection(text) for text in injections],
+        declared, [_injection(text) for text in injections],
     )  # fmt: skip
 
 

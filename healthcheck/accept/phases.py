@@ -53,14 +53,16 @@ class PhaseContext(Struct):
     digests: dict[int, str] = field(default_factory=dict)  # compute's digest per GPU (soak)
 
 
-def run_plan(plan: Plan, ctx: PhaseContext, extra: dict[str, Callable[[PlannedPhase], dict[str, Any]]]) -> dict[str, str]:
+def run_plan(
+    plan: Plan, ctx: PhaseContext, extra: dict[str, Callable[[PlannedPhase], dict[str, Any]]]
+) -> dict[str, str]:
     """Every phase of `plan` in order; returns each record's artifact name -> JSON text.
     `extra`: phases run by a function of their own (bandwidth, multigpu) rather than by
     workload children of WORKLOAD_MODULE."""
     records: dict[str, str] = {}
     for phase in plan.phases:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        if phase.skipped is None and not ctx.stopped():
+        if phase.skipped is None and not ctx.stopped() and _targets(phase, ctx):
             _cool_down(ctx, phase)
         if phase.skipped is not None:
             record = _record(phase, started_at, None, [], skipped=phase.skipped)
@@ -81,8 +83,12 @@ def _cool_down(ctx: PhaseContext, phase: PlannedPhase) -> None:
         time.sleep(min(0.2, max(until - time.monotonic(), 0.0)))
 
 
+def _targets(phase: PlannedPhase, ctx: PhaseContext) -> list[Target]:
+    return [t for t in ctx.gpus.targets if t.index in phase.gpus and t.index not in ctx.blocked]
+
+
 def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> dict[str, Any]:
-    targets = [t for t in ctx.gpus.targets if t.index in phase.gpus and t.index not in ctx.blocked]
+    targets = _targets(phase, ctx)
     deadline = ctx.began + phase.start_s + phase.seconds
     before = _around(phase, ctx, targets)
     sampler = Sampler(ctx.gpus, [t.index for t in targets]) if phase.name == "soak" else None

@@ -15,7 +15,7 @@ from msgspec import Struct
 MIN_BUDGET_S = 60.0
 RESERVE_START_S = 12.0  # the passive checks (the idle baseline) before any load
 RESERVE_END_S = 15.0  # the kernel log read again, rules, outputs, children reaped
-START_ALLOWANCE_S = 10.0  # a child's interpreter, CUDA context and (torch) import
+START_ALLOWANCE_S = 10.0  # by default, a child's interpreter, CUDA context and torch import
 
 
 class PhaseShare(Struct, frozen=True):
@@ -26,6 +26,7 @@ class PhaseShare(Struct, frozen=True):
     share: float | None
     cooldown_s: float = 0.0
     multi_gpu: bool = False
+    startup_s: float = START_ALLOWANCE_S
 
 
 class PlannedPhase(Struct, frozen=True):
@@ -62,9 +63,7 @@ def make_plan(
 ) -> Plan:
     if budget_s < MIN_BUDGET_S:
         raise ValueError(f"--budget {budget_s:g}: at least {MIN_BUDGET_S:g} s is needed")
-    running = [
-        p for p in phases if p.name not in skip and not (p.multi_gpu and len(gpus) < 2)
-    ]
+    running = [p for p in phases if p.name not in skip and not (p.multi_gpu and len(gpus) < 2)]
     usable = budget_s - RESERVE_START_S - RESERVE_END_S
     fixed = sum((p.share or 0.0) * budget_s + p.cooldown_s for p in running)
     remainder = max(usable - fixed, START_ALLOWANCE_S + 5.0)
@@ -79,9 +78,13 @@ def make_plan(
         start = clock + phase.cooldown_s
         planned.append(
             PlannedPhase(
-                phase.name, start, seconds, max(seconds - START_ALLOWANCE_S, 1.0),
-                phase.cooldown_s, tuple(gpus),
-            )  # fmt: skip
+                phase.name,
+                start,
+                seconds,
+                max(seconds - phase.startup_s, 1.0),
+                phase.cooldown_s,
+                tuple(gpus),
+            )
         )
         clock = start + seconds
     return Plan(budget_s, tuple(planned))

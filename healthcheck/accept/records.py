@@ -88,12 +88,20 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+SKIPPED_BY_OPTION = "--skip "
+
+
 def applicable(sources: Sources, record: str) -> str | None:
     """Live: the record exists only in an acceptance run. Replay: a bundle that holds none was
-    recorded by `run` or `collect`, not `accept`."""
+    recorded by `run` or `collect`, not `accept`. A phase the plan left out is skipped with
+    the plan's reason (`--skip memtest`, "not applicable: one GPU")."""
     artifact = sources.artifact(record)
     if artifact.text is not None:
-        return None
+        try:
+            skipped = parse_record(artifact.text).skipped
+        except RecordError:
+            return None  # collect() says what is wrong with it (UNKNOWN)
+        return skipped
     if sources.mode == "live" or artifact.absent:
         return f"measured only by `sitscheck accept` ({record})"
     return None  # in the bundle but unreadable: collect() says why (UNKNOWN)
@@ -130,8 +138,15 @@ def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judg
     missing = [e for e in record.gpus if e.status not in ("ok", "hung")]
     if missing or not record.gpus:
         why = "; ".join(f"GPU {e.index}: {e.status}: {e.reason}" for e in missing)
-        output.error = why or f"{record.phase}: no GPU took part"
+        output.error = why or f"{record.phase}: no GPU took part (NVML saw none to load)"
     return output
+
+
+def accepted_without(skip_reasons: Sequence[str | None], names: Sequence[str]) -> str | None:
+    """The headline's note for phases an operator left out with --skip (live and replayed
+    alike: it is read from the checks' skip reasons, which come from the records)."""
+    left = [n for n, why in zip(names, skip_reasons, strict=True) if why and why.startswith(SKIPPED_BY_OPTION)]
+    return "accepted without " + " and ".join(left) if left else None
 
 
 def percentile(values: Sequence[float], fraction: float) -> float | None:

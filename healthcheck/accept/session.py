@@ -11,15 +11,17 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig
 from ..contract.declarations import declaration_of
+from ..contract.evidence import DeclaredEvidence
 from ..contract.registry import BrokenCheck
 from ..models import CheckResult, Severity
 from ..probes.bandwidth import BANDWIDTH_JSON
 from ..sources.base import Sources
-from .children import Child, Progress
+from .children import Child
 from .gpus import NodeGpus
 from .phases import Injection, PhaseContext, run_plan
 from .plan import Plan, PlannedPhase
@@ -37,9 +39,12 @@ class Acceptance:
         began: float,
         stopped: Callable[[], bool],
         show_progress: bool,
+        declared: DeclaredEvidence,
         injections: Sequence[Injection] = (),
     ) -> None:
         self.config = config
+        self.declared = declared
+        self.collect_to: Path | None = None  # --collect: the bundle to record the run into
         self.plan = plan
         self.gpus = gpus
         self.engine = engine
@@ -81,16 +86,23 @@ class Acceptance:
         if self.show_progress:
             sys.stderr.write("\n")
         later = run_checks(active + again, sources, self.config, settings, deadline=deadline)
+        if self.collect_to is not None:
+            self._collect(sources)
         replaced = {r.name for r in later}
         return [r for r in passive if r.name not in replaced] + later
 
-    def note(self, existing: str | None) -> str | None:
-        """The headline's addition: the phases --skip left out ("accepted without memtest")."""
-        left_out = [p.name for p in self.plan.phases if p.skipped and p.skipped.startswith("--skip")]
-        parts = [existing] if existing else []
-        if left_out:
-            parts.append("accepted without " + " and ".join(left_out))
-        return "; ".join(parts) or None
+    def _collect(self, sources: Sources) -> None:
+        """--collect: the passive evidence (the idle snapshot, as the checks read it), the
+        kernel log after the load, and every phase's record, as a bundle `run --from` replays."""
+        from ..sources.bundle_writer import open_bundle_writer
+        from ..sources.collect import collect_bundle
+        from ..sources.live import LiveSources
+
+        assert self.collect_to is not None and isinstance(sources, LiveSources)
+        with open_bundle_writer(self.collect_to) as out:
+            collect_bundle(sources, out, self.declared)
+            for name, text in self.records.items():
+                out.write_text(name, text)
 
     def _progress(self, children: Sequence[Child]) -> None:
         now = time.monotonic()
@@ -134,4 +146,8 @@ def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:
     if options is not None:
         options.bandwidth_s = phase.seconds
     artifact = sources.artifact(BANDWIDTH_JSON)
-    return {"engine": "ptx", "probe": artifact.ref, "ok": artifact.text is not None}
+    records = getattr(sources, "records", None)
+    if artifact.text is not None and isinstance(records, dict):
+        records[BANDWIDTH_JSON] = artifact.text  # the bandwidth check reads it; collect keeps it
+    return {"engine": "ptx", "probe": artifact.ref, "measured": artifact.text is not None,
+            "reason": artifact.reason}  # fmt: skip

@@ -202,7 +202,8 @@ class WorkloadSpec(Struct, frozen=True):
     record (artifact `record`, e.g. `accept/memtest.json`), which `collect` keeps and replay
     reads, and which the check's `collect` judges. `share`: the phase's fraction of the
     budget (None: what the other phases leave); `order`: its place in the plan;
-    `cooldown_s`: an idle pause before it; `multi_gpu`: it needs two GPUs or more."""
+    `cooldown_s`: an idle pause before it; `multi_gpu`: it needs two GPUs or more;
+    `startup_s`: the part of the phase its children need to start, not working."""
 
     phase: str
     module: str
@@ -212,6 +213,7 @@ class WorkloadSpec(Struct, frozen=True):
     order: int
     cooldown_s: float = 0.0
     multi_gpu: bool = False
+    startup_s: float = 10.0  # what of the phase a child takes to start (interpreter, CUDA, torch)
 
 
 class Declaration(Struct, frozen=True):

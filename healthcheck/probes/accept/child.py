@@ -1,11 +1,11 @@
 """What a workload child prints: one JSON object a line, flushed at once.
 
-    {"event": "ready", "engine": "torch"}            the GPU is set up, the work starts
-    {"event": "doing", "what": "memtest: random, pass 3"}   what it does now (named if it hangs)
-    {"event": "figure", "value": 661.2, "unit": "TFLOP/s"}  the current figure (progress)
-    {"event": "times", "ms": [1.65, ...]}            soak: the iterations finished since the last
-    {"event": "result", ...}                         the phase's record for this GPU (last line)
-    {"event": "error", "reason": "..."}              it could not do its work (last line)
+{"event": "ready", "engine": "torch"}            the GPU is set up, the work starts
+{"event": "doing", "what": "memtest: random, pass 3"}   what it does now (named if it hangs)
+{"event": "figure", "value": 661.2, "unit": "TFLOP/s"}  the current figure (progress)
+{"event": "times", "ms": [1.65, ...]}            soak: the iterations finished since the last
+{"event": "result", ...}                         the phase's record for this GPU (last line)
+{"event": "error", "reason": "..."}              it could not do its work (last line)
 """
 
 from __future__ import annotations

@@ -93,7 +93,9 @@ def run_soak(
             pending = []
             last_sent = now
     if pending:
-        channel.send("times", t=round(time.monotonic() - began, 3), ms=[round(t, 4) for t in pending])
+        channel.send(
+            "times", t=round(time.monotonic() - began, 3), ms=[round(t, 4) for t in pending]
+        )
     return {
         "dtype": "bf16",
         "shape": [n, n, n],

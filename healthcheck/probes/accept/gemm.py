@@ -88,7 +88,7 @@ class _Buffers:
             raw = driver.read(self.c + ((row0 + i) * n + col0) * 2, TILE * 2)
             got.extend(_bf16_to_float(v) for v in struct.unpack(f"<{TILE}H", raw))
         rms = math.sqrt(sum(r * r for r in reference) / len(reference)) or 1.0
-        return max(abs(g - r) / max(abs(r), rms) for g, r in zip(got, reference))
+        return max(abs(g - r) / max(abs(r), rms) for g, r in zip(got, reference, strict=True))
 
     def free(self) -> None:
         for pointer in (self.a, self.b, self.c, self.scratch):

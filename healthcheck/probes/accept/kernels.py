@@ -71,7 +71,9 @@ class Kernels:
     def fill_bf16(self, pointer: int, count: int, seed: int, stream: int | None = None) -> None:
         self._launch("fill_bf16", self._grid(), THREADS, [pointer, count, seed], stream)
 
-    def gemm(self, a: int, b: int, c: int, m: int, n: int, k: int, stream: int | None = None) -> None:
+    def gemm(
+        self, a: int, b: int, c: int, m: int, n: int, k: int, stream: int | None = None
+    ) -> None:
         """C[m,n] = A[m,k] . B[n,k]^T (bf16, fp32 accumulation, bf16 out)."""
         if m % GEMM_TILE or n % GEMM_TILE or k % GEMM_K_STEP:
             raise ValueError(f"GEMM shape {m}x{n}x{k} is not a multiple of the kernel's tiles")
@@ -81,7 +83,9 @@ class Kernels:
             [a, b, c, m, n, k], shared=GEMM_SHARED_BYTES,
         )  # fmt: skip
 
-    def reference_tile(self, a: int, b: int, k: int, row0: int, col0: int, size: int) -> list[float]:
+    def reference_tile(
+        self, a: int, b: int, k: int, row0: int, col0: int, size: int
+    ) -> list[float]:
         """The fp64 product of a size x size tile at (row0, col0), read back to the host."""
         out = self.driver.alloc(size * size * 8)
         try:
