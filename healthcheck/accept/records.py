@@ -145,7 +145,8 @@ def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judg
 def accepted_without(skip_reasons: Sequence[str | None], names: Sequence[str]) -> str | None:
     """The headline's note for phases an operator left out with --skip (live and replayed
     alike: it is read from the checks' skip reasons, which come from the records)."""
-    left = [n for n, why in zip(names, skip_reasons, strict=True) if why and why.startswith(SKIPPED_BY_OPTION)]
+    pairs = zip(names, skip_reasons, strict=True)
+    left = [n for n, why in pairs if why and why.startswith(SKIPPED_BY_OPTION)]
     return "accepted without " + " and ".join(left) if left else None
 
 
