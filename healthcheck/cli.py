@@ -618,6 +618,7 @@ def _accept(
     otlp: str | None,
 ) -> int:
     import os
+    import time
 
     from .accept.command import prepare
     from .app import RunRequest, selected_checks
@@ -638,8 +639,16 @@ def _accept(
             lambda: interrupt.triggered,
         )  # fmt: skip
         acceptance.collect_to = options["collect"]
-        request = RunRequest(config, acceptance=acceptance)
-        report = _execute_and_deliver(config, request, specs, otlp_settings)
+        # the run's deadline counts from the plan's start: the budget holds whatever happens
+        left = max(options["budget"] - (time.monotonic() - acceptance.began), 1.0)
+        config = config.model_copy(update={"run_timeout_s": left})
+        acceptance.config = config
+        try:
+            report = _execute_and_deliver(
+                config, RunRequest(config, acceptance=acceptance), specs, otlp_settings
+            )
+        finally:
+            acceptance.close()
     if interrupt.triggered:
         typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
     return int(report.exit_code)

@@ -51,6 +51,7 @@ class PhaseContext(Struct):
     injections: tuple[Injection, ...] = ()
     blocked: dict[int, str] = field(default_factory=dict)  # GPU index -> why no stress on it
     digests: dict[int, str] = field(default_factory=dict)  # compute's digest per GPU (soak)
+    baseline_used: dict[int, int | None] = field(default_factory=dict)  # memory before any load
 
 
 def run_plan(
@@ -73,8 +74,37 @@ def run_plan(
             record = {**_record(phase, started_at, None, []), **extra[phase.name](phase)}
         else:
             record = _run_workload(phase, ctx, started_at)
+            if ctx.stopped():
+                record["memory_after_stop"] = memory_after_stop(ctx)
         records[record_name(phase.name)] = json.dumps(record, indent=1)
     return records
+
+
+MEMORY_SETTLE_S = 1.0
+MEMORY_SLACK_BYTES = 64 << 20
+
+
+def memory_after_stop(ctx: PhaseContext) -> dict[str, Any]:
+    """After a stop: each GPU's memory in use against the baseline taken before any load,
+    polled until it is back (within MEMORY_SLACK_BYTES) or MEMORY_SETTLE_S has passed."""
+    stopped_at = time.monotonic()
+    while True:
+        used = {i: ctx.gpus.memory_used(i) for i in ctx.baseline_used}
+        back = all(
+            u is not None and base is not None and u <= base + MEMORY_SLACK_BYTES
+            for (i, u), base in ((item, ctx.baseline_used[item[0]]) for item in used.items())
+        )
+        waited = time.monotonic() - stopped_at
+        if back or waited >= MEMORY_SETTLE_S:
+            return {
+                "back_at_baseline": back,
+                "after_s": round(waited, 3),
+                "gpus": [
+                    {"index": i, "baseline_bytes": ctx.baseline_used[i], "used_bytes": used[i]}
+                    for i in sorted(used)
+                ],
+            }
+        time.sleep(0.05)
 
 
 def _cool_down(ctx: PhaseContext, phase: PlannedPhase) -> None:

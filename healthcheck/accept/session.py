@@ -54,6 +54,8 @@ class Acceptance:
         self.injections = tuple(injections)
         self.records: dict[str, str] = {}
         self.blocked: dict[int, str] = {}
+        # memory in use before any load (a stop must leave each GPU back at it)
+        self.baseline_used = {t.index: gpus.memory_used(t.index) for t in gpus.targets}
 
     def run(
         self,
@@ -77,6 +79,7 @@ class Acceptance:
             progress=self._progress if self.show_progress else None,
             injections=self.injections,
             blocked=dict(self.blocked),
+            baseline_used=self.baseline_used,
         )
         extra = {"bandwidth": lambda phase: _bandwidth(sources, phase)}
         self.records = run_plan(self.plan, ctx, extra)
@@ -103,6 +106,10 @@ class Acceptance:
             collect_bundle(sources, out, self.declared)
             for name, text in self.records.items():
                 out.write_text(name, text)
+
+    def close(self) -> None:
+        if self.gpus.nvml is not None:
+            self.gpus.nvml.shutdown()
 
     def _progress(self, children: Sequence[Child]) -> None:
         now = time.monotonic()
