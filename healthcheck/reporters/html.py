@@ -45,7 +45,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: 6px 8px;
          border-bottom: 1px solid #eaeef2; }
 th { font-size: 12px; color: #57606a; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th.num, td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.name { font-weight: 600; white-space: nowrap; }
 ul { margin: 0; padding-left: 18px; }
 li { margin: 2px 0; }

@@ -1,11 +1,12 @@
 """One device's time series as one inline SVG: a panel per unit, stacked on a shared time axis.
 
 A panel holds the lines of one unit (SM clock in MHz; power in W; GPU and HBM temperature in
-°C; iteration time in ms) and the levels of that unit (the power limit, 83 °C) as dashed lines;
-a moment (the steady state's start) is a dashed line across every panel, the time before it
-shaded. Each panel's value range takes in its levels, so a limit is always in sight, and spans
-at least MIN_SPAN of its largest value, so noise of a percent is drawn as the flat line it is.
-Every text from the report is escaped; a value that is missing or not finite breaks its line.
+°C; iteration time in ms) and the levels of that unit (the power limit, 83 °C) as dashed lines,
+labelled in the panel's title row, where no data runs over the label. A moment (the steady
+state's start) is a dashed line across every panel, the time before it shaded. Each panel's
+value range takes in its levels, so a limit is always in sight, and spans at least MIN_SPAN of
+its largest value, so noise of a percent is drawn as the flat line it is. Every text from the
+report is made printable and escaped; a value missing or not finite breaks its line.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ PLOT = 118  # a panel's plotting height
 GAP = 18
 AXIS = 44  # the time axis under the last panel
 MIN_SPAN = 0.2
+PLOTTABLE = 1e12  # beyond any clock, power, temperature or time a chart shows: drawn as missing
 COLOURS = ("#0969da", "#bc4c00", "#cf222e", "#8250df", "#1a7f37", "#6e7781")
 UNITS = {"Cel": "°C"}  # the metrics' units (UCUM) as a reader writes them
-CHAR_W = 7.4  # a bold 12 px sans-serif character (wide), to lay out a legend without measuring text
+CHAR_W = 7.4  # a bold 12 px sans-serif character (wide)
+LEVEL_CHAR_W = 6.2  # an 11 px one, to lay out a legend without measuring text
 
 CHART_CSS = """
 svg.trace { width: 100%; height: auto; display: block; font: 12px system-ui, sans-serif; }
@@ -38,8 +41,6 @@ svg.trace .title { fill: #1f2328; font-weight: 600; }
 svg.trace .line { fill: none; stroke-width: 1.6; stroke-linejoin: round; }
 svg.trace .level { stroke: #57606a; stroke-dasharray: 6 4; stroke-width: 1.2; }
 svg.trace .level-label { fill: #57606a; font-size: 11px; }
-svg.trace .level-label, svg.trace .moment-label {
-  paint-order: stroke; stroke: #ffffff; stroke-width: 3px; stroke-linejoin: round; }
 svg.trace .moment { stroke: #1f2328; stroke-dasharray: 3 3; stroke-width: 1; }
 svg.trace .moment-label { fill: #1f2328; font-size: 11px; }
 svg.trace .warmup { fill: #eef1f4; }
@@ -55,7 +56,7 @@ def series_svg(series: Series, title: str) -> str:
     panels = _panels(series.lines)
     if not panels:
         return ""
-    t_max = max((t for line in series.lines for t in line.t if math.isfinite(t)), default=0.0)
+    t_max = max((t for line in series.lines for t in line.t if _finite(t)), default=0.0)
     x = _Scale(0.0, max(t_max, 1.0), LEFT, WIDTH - RIGHT)
     height = TOP + len(panels) * (HEAD + PLOT) + (len(panels) - 1) * GAP + AXIS
     x_ticks = nice_ticks(0.0, x.high, 8)
@@ -63,12 +64,12 @@ def series_svg(series: Series, title: str) -> str:
         f'<svg class="trace" viewBox="0 0 {WIDTH} {height}" role="img">'
         f"<title>{escape(title)}</title>"
     ]
-    moments = [m for m in series.moments if math.isfinite(m.t) and 0.0 <= m.t <= x.high]
+    moments = [m for m in series.moments if _finite(m.t) and 0.0 <= m.t <= x.high]
     shade = min((m.t for m in moments), default=None)
     top = TOP
     colour = 0
     for unit, lines in panels:
-        levels = [lv for lv in series.levels if lv.unit == unit and math.isfinite(lv.value)]
+        levels = [lv for lv in series.levels if lv.unit == unit and _finite(lv.value)]
         parts.append(_panel(unit, lines, levels, x, x_ticks, top, colour, shade))
         parts.extend(
             _line("moment", x(m.t), x(m.t), top + HEAD, top + HEAD + PLOT) for m in moments
@@ -113,7 +114,7 @@ def _panel(
 ) -> str:
     """One unit's panel; the time before `shade` (the first moment) shaded."""
     plot_top = top + HEAD
-    values = [v for line in lines for v in line.values if v is not None and math.isfinite(v)]
+    values = [v for line in lines for v in line.values if v is not None and _finite(v)]
     low, high = value_range([*values, *(lv.value for lv in levels)])
     ticks = nice_ticks(low, high, 4)
     y = _Scale(min(low, ticks[0]), max(high, ticks[-1]), plot_top + PLOT, plot_top)
@@ -131,12 +132,7 @@ def _panel(
             f'<path class="line" data-name="{escape(line.name)}" stroke="{stroke}" '
             f'd="{_path(line, x, y)}"/>'
         )
-    for level in levels:  # over the lines, on a halo: readable where a line crosses it
-        out.append(
-            f'<text class="level-label" x="{WIDTH - RIGHT - 4}" y="{y(level.value) - 4:.1f}" '
-            f'text-anchor="end">{escape(level.label)}</text>'
-        )
-    out.append(_legend(unit, lines, top, colour))
+    out.append(_legend(unit, lines, levels, top, colour))
     out.append("</g>")
     return "".join(out)
 
@@ -169,9 +165,19 @@ def _line(cls: str, x1: float, x2: float, y1: float, y2: float) -> str:
     return f'<line class="{cls}" x1="{x1:.1f}" x2="{x2:.1f}" y1="{y1:.1f}" y2="{y2:.1f}"/>'
 
 
-def _legend(unit: str, lines: list[SeriesLine], top: int, colour: int) -> str:
-    """The panel's title row: each line's colour and label, the unit after the last."""
+def _legend(unit: str, lines: list[SeriesLine], levels: list[Level], top: int, colour: int) -> str:
+    """The panel's title row: each line's colour and label, the unit after the last; at its
+    right end the levels' dashes and labels (there, no line of the plot runs over them)."""
     out = []
+    end = float(WIDTH - RIGHT)
+    for level in reversed(levels):
+        out.append(
+            f'<text class="level-label" x="{end:.1f}" y="{top + HEAD - 9}" text-anchor="end">'
+            f"{escape(level.label)}</text>"
+        )
+        end -= LEVEL_CHAR_W * len(level.label) + 6
+        out.append(_line("level", end - 22, end, top + HEAD - 13, top + HEAD - 13))
+        end -= 22 + 18
     at = float(LEFT)
     base = top + HEAD - 9
     for n, line in enumerate(lines):
@@ -218,7 +224,7 @@ def _path(line: SeriesLine, x: _Scale, y: _Scale) -> str:
     commands = []
     pen_up = True
     for t, value in zip(line.t, line.values, strict=True):
-        if not (_finite(value) and math.isfinite(t)):
+        if not (_finite(value) and _finite(t)):
             pen_up = True
             continue
         assert value is not None
@@ -261,4 +267,6 @@ def _label(value: float, ticks: Sequence[float]) -> str:
 
 
 def _finite(value: float | None) -> bool:
-    return value is not None and math.isfinite(value)
+    """A value that can be drawn: a number, and no bigger than PLOTTABLE (a bundle is untrusted:
+    1e308 would overflow the scale's arithmetic)."""
+    return value is not None and math.isfinite(value) and abs(value) <= PLOTTABLE

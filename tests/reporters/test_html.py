@@ -251,3 +251,31 @@ def test_the_page_puts_the_root_cause_first_as_the_table_does(
     assert text.index("hardware slowdown") < text.index("explains")  # the same order
     unjudged = page[page.index("Rules not judged") :]
     assert "soak.iteration_cv" in unjudged and "no iteration times" in unjudged
+
+
+@pytest.mark.parametrize(
+    ("t", "values"),
+    [
+        ([0.0, 1.0, 2.0], [1e308, -1e308, 0.0]),
+        ([0.0, 1e308, 2.0], [1.0, 2.0, 3.0]),
+        ([0.0, 1.0], [-1e308, -1e308]),
+        ([0.0, 1.0], [5e-324, 0.0]),
+        ([0.0, 1.0], [0.0, 0.0]),
+        ([-5.0, -1.0], [3.0, 3.0]),
+        ([0.0, math.inf], [1.0, math.nan]),
+        ([0.0, 1.0], [None, None]),
+    ],
+)
+def test_any_numbers_a_bundle_holds_are_drawn_or_left_out_never_a_crash(
+    t: list[float], values: list[float | None]
+) -> None:
+    line = SeriesLine(name="power_w", label="power", unit="W", t=t, values=values)
+    series = Series(device=Device(index=0), lines=[line],
+                    levels=[Level(value=1e308, unit="W", label="limit")],
+                    moments=[Moment(t=math.nan, label="steady state")])  # fmt: skip
+    report = hostile_report().model_copy(
+        update={"checks": [CheckResult(name="soak", status=Status.OK, series=[series])]}
+    )
+    page = render_html(report)
+    assert "inf" not in page.lower().replace("infiniband", "")
+    assert "nan" not in page.lower()
