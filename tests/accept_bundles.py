@@ -11,7 +11,7 @@
 - `read(bundle, phase)` / `write(bundle, phase, data)`: a phase's record, for a fault's edit.
 - `replay(bundle)`: `sitscheck run --from` through the real CLI, the JSON report parsed.
 
-Importable from tests/accept (conftest puts this folder on the path).
+Importable from every test folder (tests/ is on the path, as for bandwidth_bundles).
 """
 
 from __future__ import annotations
@@ -25,11 +25,15 @@ from typing import Any
 from sitscheck.cli import app
 from typer.testing import CliRunner
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
 ONE_H200 = TESTS / "bundles" / "h200x1-v3"
 FOUR_H200 = TESTS / "bundles" / "h200x4-idle"
-RECORDS = Path(__file__).resolve().parent / "data" / "h200x1" / "accept"
+RECORDS = TESTS / "accept" / "data" / "h200x1" / "accept"
 PHASES = ("memtest", "compute", "soak")
+# the healthy soak's load began this long after its sampler started (the children's start-up)
+LOAD_STARTED_S: float = json.loads((RECORDS / "soak.json").read_text())["gpus"][0]["result"][
+    "load_started_s"
+]
 # what the composed node leaves out of the 4-GPU recording: files that list its four GPUs only
 LEFT_OUT = ("nvidia-smi-q.txt", "nvidia-smi-query-gpu.csv", "nvidia-smi-dmon.txt",
             "nvidia-smi-L.txt", "nvidia-smi-topo-m.txt")  # fmt: skip
@@ -75,13 +79,16 @@ def edit_result(bundle: Path, phase: str, gpu: int, **changes: Any) -> None:
     write(bundle, phase, data)
 
 
-def eight_gpus(folder: Path, slow: dict[int, float], name: str = "h200x8-accept") -> Path:
+def eight_gpus(
+    folder: Path, slow: dict[int, float], name: str = "h200x8-accept", gpus: int = 8
+) -> Path:
+    """The composed node (`gpus` of its 8 GPUs: the first ones) with `slow`'s factors."""
     target = folder / name
     shutil.copytree(FOUR_H200, target)
     for left_out in LEFT_OUT:
         (target / left_out).unlink(missing_ok=True)
-    identities = _eight_nvml(target)
-    _eight_sysfs(target)
+    identities = _eight_nvml(target, gpus)
+    _eight_sysfs(target, {g["pci_bus_id"] for g in identities})
     (target / "accept").mkdir()
     for phase in PHASES:
         data = json.loads((RECORDS / f"{phase}.json").read_text())
@@ -101,7 +108,7 @@ def eight_gpus(folder: Path, slow: dict[int, float], name: str = "h200x8-accept"
     return target
 
 
-def _eight_nvml(target: Path) -> list[dict[str, Any]]:
+def _eight_nvml(target: Path, count: int) -> list[dict[str, Any]]:
     nvml = json.loads((target / "nvml.json").read_text())
     four = nvml["gpus"]
     copies = []
@@ -112,7 +119,7 @@ def _eight_nvml(target: Path) -> list[dict[str, Any]]:
         copy["uuid"] = gpu["uuid"][:-4] + f"{copy['index']:04x}"
         copy["serial"] = str(int(gpu["serial"]) + 100)
         copies.append(copy)
-    nvml["gpus"] = four + copies
+    nvml["gpus"] = (four + copies)[:count]
     nvml["device_count"] = len(nvml["gpus"])
     template = nvml["pairs"][0]
     nvml["pairs"] = [
@@ -132,12 +139,15 @@ def _moved(bus_id: str) -> str:
     return f"{domain}:{bus}:{int(slot, 16) + 4:02x}.{function}"
 
 
-def _eight_sysfs(target: Path) -> None:
+def _eight_sysfs(target: Path, kept: set[str]) -> None:
     root = target / "sysfs" / "devices" / "pci0000:00"
     for folder in sorted(root.iterdir()):
         copy = root / _moved(folder.name)
         if not copy.exists():
             shutil.copytree(folder, copy)
+    for folder in sorted(root.iterdir()):
+        if folder.name not in kept:
+            shutil.rmtree(folder)
 
 
 def _scaled(phase: str, real: dict[str, Any], gpu: dict[str, Any], factor: float) -> dict[str, Any]:
