@@ -202,3 +202,24 @@ def findings(report: dict[str, Any]) -> list[tuple[str, str, int | None]]:
         for c in report["checks"]
         for f in c["findings"]
     )
+
+
+def facts_variants(folder: Path) -> list[Path]:
+    """Bundles that between them hold every fact the acceptance checks write (for
+    tests/rules/test_facts_models.py): the healthy H200; the same with a bad word, no ECC
+    reading before the test, a mismatched repeat and no clock-event reasons in the soak's
+    samples; the composed 8-GPU node."""
+    healthy = one_gpu(folder, "h200x1-accept")
+    faulty = one_gpu(folder, "h200x1-accept-faults")
+    bad = {
+        "address": 140090836779008,
+        "expected": "0x9887860f1ac14340",
+        "read": "0x0badf00ddeadbeef",
+    }
+    edit_result(faulty, "memtest", 0, bad_words=1, first_bad=bad, ecc_before=None)
+    edit_result(faulty, "compute", 0, mismatched=[3])
+    data = read(faulty, "soak")
+    for sample in data["gpus"][0]["result"]["samples"]:
+        sample["clock_event_reasons"] = None
+    write(faulty, "soak", data)
+    return [healthy, faulty, eight_gpus(folder, {5: 0.85, 6: 0.70})]

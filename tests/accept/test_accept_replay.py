@@ -7,10 +7,12 @@ exact keys; every acceptance rule fires on its fault and stays quiet on the heal
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from accept_bundles import (
     LOAD_STARTED_S,
@@ -55,6 +57,7 @@ SOAK_NESTED = {
     "tflops": {"median", "p1"},
 }
 ACCEPT_RULES = ("soak.", "compute.", "straggler.")
+SCHEMA = Path(__file__).resolve().parents[2] / "schema"
 
 
 def _accept(report: dict[str, Any]) -> list[tuple[str, str, int | None]]:
@@ -144,6 +147,23 @@ def test_healthy_soak_facts(healthy: tuple[int, dict[str, Any]]) -> None:
     assert 0 < gpu["iteration_ms"]["cv"] < 0.02
     assert 663.0 < gpu["tflops"]["median"] < 665.0  # quick-check.md: 664
     assert gpu["tflops"]["p1"] < gpu["tflops"]["median"]
+
+
+def test_acceptance_reports_validate_against_the_published_schemas(
+    healthy: tuple[int, dict[str, Any]], bundle: Path
+) -> None:
+    """The report (schema/report.schema.json) and each check's facts (schema/facts/)."""
+    edit(bundle, "soak", 0, status="hung", reason="stopped responding; killed", result=None)
+    edit_result(bundle, "compute", 0, mismatched=[3])
+    for report in (healthy[1], replay(bundle)[1]):
+        jsonschema.Draft202012Validator(_schema("report.schema.json")).validate(report)
+        for name in ("memtest", "compute", "soak"):
+            facts = _schema(f"facts/{name}.schema.json")
+            jsonschema.Draft202012Validator(facts).validate(check(report, name)["facts"])
+
+
+def _schema(name: str) -> Any:
+    return json.loads((SCHEMA / name).read_text())
 
 
 def test_healthy_shows_its_share_of_the_peak(healthy: tuple[int, dict[str, Any]]) -> None:
