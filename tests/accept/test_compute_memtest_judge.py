@@ -5,13 +5,16 @@ tile) and the memory test's ECC judgement, on records with the real H200's figur
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
+import pytest
 from accept_bundles import RECORDS
 from sitscheck.accept.records import Entry, PhaseRecord, parse_record
 from sitscheck.checks.compute.judge import judge as judge_compute
 from sitscheck.checks.memtest.judge import judge as judge_memtest
 from sitscheck.contract import CheckOutput
+from sitscheck.probes.accept.gemm import max_rel_error
 
 REAL_DIGEST = "45b692eb637d213d"  # the seeded 8192³ product's, on the H200 (torch and PTX)
 OTHER_DIGEST = "45b692eb637d213c"
@@ -180,3 +183,19 @@ def test_a_malformed_first_bad_word_still_reports_the_count() -> None:
     assert _codes(out) == [("memtest.bad_words", 0)]
     assert out.facts["gpus"][0]["first_bad"] is None
     assert out.findings[0].message == "GPU 0: 2 bad word(s) in 128.1 GiB"
+
+
+# ---------------------------------------------------------------- the child's tile comparison
+
+
+def test_the_childs_tile_error_is_nan_wherever_a_nan_stands() -> None:
+    """A product of NaNs: Python's max() keeps a NaN only in the first place it reads."""
+    reference = [1.0, -2.0, 0.5, 4.0]
+    assert max_rel_error([1.0, -2.0, 0.5, 4.0], reference) == 0.0
+    assert max_rel_error([1.0, -2.0, 0.5, 5.0], reference) == 0.25  # 1 off 4
+    assert max_rel_error([1.0, -2.0, 0.6, 4.0], reference) == pytest.approx(0.1 / 5.3125**0.5)
+    for place in range(4):
+        got = [1.0, -2.0, 0.5, 4.0]
+        got[place] = math.nan
+        assert math.isnan(max_rel_error(got, reference)), place
+    assert max_rel_error([math.inf, -2.0, 0.5, 4.0], reference) == math.inf
