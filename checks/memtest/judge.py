@@ -24,6 +24,7 @@ class MemtestImpl:
 
 def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
+    untested: list[str] = []  # never a pass for what did not run: UNKNOWN
     for entry in ran:
         result = entry.result or {}
         facts = {
@@ -56,9 +57,12 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
             )
         )
         out.findings.extend(_findings(entry, facts))
+        if not facts["passes"] or not facts["bytes_tested"]:
+            untested.append(f"GPU {entry.index}: the memory test ended before a whole pass")
         if facts["ecc_before"] is None or facts["ecc_after"] is None:
             out.not_judged.append(f"GPU {entry.index}: ECC counters not readable (no ECC "
                                   "reporting): only the patterns judged")  # fmt: skip
+    out.error = "; ".join(untested) or None
     return out
 
 

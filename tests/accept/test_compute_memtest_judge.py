@@ -199,3 +199,11 @@ def test_the_childs_tile_error_is_nan_wherever_a_nan_stands() -> None:
         got[place] = math.nan
         assert math.isnan(max_rel_error(got, reference)), place
     assert max_rel_error([math.inf, -2.0, 0.5, 4.0], reference) == math.inf
+
+
+def test_a_memory_test_without_a_whole_pass_is_unknown() -> None:
+    [gpu] = _gpus("memtest", 1, passes=0)
+    out = judge_memtest(_record("memtest"), [gpu])
+    assert out.error == "GPU 0: the memory test ended before a whole pass"
+    [gpu] = _gpus("memtest", 1)
+    assert judge_memtest(_record("memtest"), [gpu]).error is None
