@@ -18,6 +18,7 @@ from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
 
 from .check import RECORD
+from .series import soak_series
 from .stats import (
     MIN_SAMPLES,
     STEADY_BAND,
@@ -45,8 +46,10 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
     for entry in ran:
         result = entry.result or {}
-        facts = gpu_facts(entry, result)
+        loaded = loaded_samples(result)
+        facts = gpu_facts(entry, result, loaded)
         out.facts["gpus"].append(facts)
+        out.series.append(soak_series(entry, result, loaded, facts["steady_from_s"]))
         labels = {"gpu": str(entry.index)}
         for name, value, unit in (
             ("sitscheck.accept.soak.tflops", facts["tflops"]["median"], "TFLOP/s"),
@@ -83,14 +86,18 @@ def _no_steady_state(facts: dict[str, Any]) -> str:
             "its final level at the last sample, or not readable")  # fmt: skip
 
 
-def gpu_facts(entry: Entry, result: dict[str, Any]) -> dict[str, Any]:
-    """One GPU's soak facts. The trace is cut to the load (`stats.load_window`); the clock-event
-    reasons and the temperatures count over the whole load (a hardware slowdown drops the clocks
-    out of the steady band, so the steady state alone would hide it), the rest over the
-    steady state."""
-    seconds = finite(result.get("seconds")) or 0.0
+def loaded_samples(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The soak's samples taken under load, timed from its start (`stats.load_window`)."""
     samples = [s for s in result.get("samples") or [] if isinstance(s, dict)]
-    loaded = load_window(samples, finite(result.get("load_started_s")) or 0.0, seconds)
+    started = finite(result.get("load_started_s")) or 0.0
+    return load_window(samples, started, finite(result.get("seconds")) or 0.0)
+
+
+def gpu_facts(entry: Entry, result: dict[str, Any], loaded: list[dict[str, Any]]) -> dict[str, Any]:
+    """One GPU's soak facts over `loaded` (the load's samples): the clock-event reasons and the
+    temperatures over the whole load (a hardware slowdown drops the clocks out of the steady
+    band, so the steady state alone would hide it), the rest over the steady state."""
+    seconds = finite(result.get("seconds")) or 0.0
     start = steady_from(loaded)
     steady = [s for s in loaded if start is not None and s["t"] >= start]
     power = _values(steady, "power_w")
