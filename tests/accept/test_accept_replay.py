@@ -166,6 +166,21 @@ def _schema(name: str) -> Any:
     return json.loads((SCHEMA / name).read_text())
 
 
+def test_the_soaks_trace_is_timed_from_the_start_of_the_load(
+    healthy: tuple[int, dict[str, Any]],
+) -> None:
+    """The samples on the iteration times' clock (the sampler started 3 s before the load):
+    the idle samples before the load and the tail after it are not drawn."""
+    _, report = healthy
+    [series] = check(report, "soak")["series"]
+    lines = {line["name"]: line for line in series["lines"]}
+    clock = lines["sm_clock_mhz"]
+    assert clock["t"][0] == 0.0 and clock["t"][-1] == 120.0
+    assert 345.0 not in clock["values"] and 131.2 not in lines["power_w"]["values"]
+    assert lines["iteration_ms"]["t"][0] == 1.0
+    assert [m["t"] for m in series["moments"]] == [5.0]
+
+
 def test_healthy_shows_its_share_of_the_peak(healthy: tuple[int, dict[str, Any]]) -> None:
     _, report = healthy
     [info] = [v for v in report["verdicts"] if v["rule"] == "soak.tflops_of_peak"]
