@@ -12,7 +12,7 @@ class Gpu(FactsModel):
     dtype: str
     shape: list[int]
     repeats: int
-    mismatched_repeats: int
+    mismatched_repeats: list[int]
     digest: str | None
     matches_node: bool | None
     reference_max_rel_error: float | None

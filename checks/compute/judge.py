@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, applicable, judge_phase
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, finite, judge_phase
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
@@ -26,20 +27,20 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     majority = _majority_digests(ran)
     for entry in ran:
         result = entry.result or {}
-        mismatched = [int(r) for r in result.get("mismatched") or []]
+        mismatched = _repeats(result.get("mismatched"))
         digest = result.get("digest") if isinstance(result.get("digest"), str) else None
         peers = [e for e in ran if e.name == entry.name]
         matches = None if len(peers) < 2 or digest is None else digest == majority.get(entry.name)
         facts = {
             **entry.identity(),
             "dtype": str(result.get("dtype") or "bf16"),
-            "shape": [int(v) for v in result.get("shape") or []],
-            "repeats": int(result.get("repeats") or 0),
-            "mismatched_repeats": len(mismatched),
+            "shape": _repeats(result.get("shape")),
+            "repeats": int(finite(result.get("repeats")) or 0),
+            "mismatched_repeats": mismatched,
             "digest": digest,
             "matches_node": matches,
-            "reference_max_rel_error": _number(result.get("reference_max_rel_error")),
-            "tflops_median": _number(result.get("tflops_median")),
+            "reference_max_rel_error": finite(result.get("reference_max_rel_error")),
+            "tflops_median": finite(result.get("tflops_median")),
         }
         out.facts["gpus"].append(facts)
         labels = {"gpu": str(entry.index)}
@@ -60,9 +61,16 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
                 labels=labels,
             )
         )
-        out.findings.extend(_findings(entry, facts, mismatched, result, peers, majority))
-    if len(ran) == 1:
-        out.not_judged.append("digest across GPUs: not applicable (one GPU of its model)")
+        out.findings.extend(_findings(entry, facts, peers, majority))
+        tile = _reference(entry, result)
+        out.findings.extend(tile)
+        if not tile and (facts["reference_max_rel_error"] is None
+                         or finite(result.get("reference_tolerance")) is None):  # fmt: skip
+            out.not_judged.append(f"GPU {entry.index}: the fp64 tile: no error or tolerance in "
+                                  "the record")  # fmt: skip
+        if len(peers) < 2:
+            out.not_judged.append(f"GPU {entry.index}: digest across GPUs: not applicable (the "
+                                  f"only {entry.name or 'GPU'} of the node)")  # fmt: skip
     return out
 
 
@@ -84,13 +92,12 @@ def _majority_digests(ran: list[Entry]) -> dict[str | None, str]:
 def _findings(
     entry: Entry,
     facts: dict[str, Any],
-    mismatched: list[int],
-    result: dict[str, Any],
     peers: list[Entry],
     majority: dict[str | None, str],
 ) -> list[Finding]:
     device = entry.device()
     found: list[Finding] = []
+    mismatched = facts["mismatched_repeats"]
     if mismatched:
         found.append(
             Finding(
@@ -116,19 +123,31 @@ def _findings(
                 f"{facts['digest']} {why} the other {entry.name or 'GPU'}s' ({others})",
             )
         )
-    error, tolerance = facts["reference_max_rel_error"], _number(result.get("reference_tolerance"))
-    if error is not None and tolerance is not None and error > tolerance:
-        found.append(
-            Finding(
-                code="compute.reference_error",
-                severity=Severity.CRITICAL,
-                device=device,
-                message=f"GPU {entry.index}: silent data corruption suspected: a 64×64 tile is "
-                f"{error:.4g} off its fp64 reference (bf16 allows {tolerance:.4g})",
-            )
-        )
     return found
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _reference(entry: Entry, result: dict[str, Any]) -> list[Finding]:
+    """The fp64 tile: an error beyond bf16's tolerance, or a NaN or infinity (what a product
+    holding one gives), is corruption."""
+    raw = result.get("reference_max_rel_error")
+    tolerance = finite(result.get("reference_tolerance"))
+    if not isinstance(raw, float | int) or isinstance(raw, bool) or tolerance is None:
+        return []
+    if math.isfinite(raw) and raw <= tolerance:
+        return []
+    off = f"{raw:.4g} off" if math.isfinite(raw) else f"{raw} against"
+    return [
+        Finding(
+            code="compute.reference_error",
+            severity=Severity.CRITICAL,
+            device=entry.device(),
+            message=f"GPU {entry.index}: silent data corruption suspected: a 64×64 tile is "
+            f"{off} its fp64 reference (bf16 allows {tolerance:.4g})",
+        )
+    ]
+
+
+def _repeats(value: object) -> list[int]:
+    """A list of whole numbers from a record (repeat numbers, a shape); anything else dropped."""
+    items = value if isinstance(value, list) else []
+    return [int(v) for v in items if isinstance(v, int) and not isinstance(v, bool)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, applicable, judge_phase
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, finite, judge_phase
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
@@ -24,18 +24,19 @@ class MemtestImpl:
 
 def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
+    untested: list[str] = []  # never a pass for what did not run: UNKNOWN
     for entry in ran:
         result = entry.result or {}
         facts = {
             **entry.identity(),
-            "bytes_tested": int(result.get("bytes_tested") or 0),
-            "patterns": list(result.get("patterns") or []),
-            "passes": int(result.get("passes") or 0),
-            "bad_words": int(result.get("bad_words") or 0),
-            "first_bad": result.get("first_bad"),
-            "ecc_before": result.get("ecc_before"),
-            "ecc_after": result.get("ecc_after"),
-            "seconds": float(result.get("seconds") or 0.0),
+            "bytes_tested": _count(result.get("bytes_tested")),
+            "patterns": [str(p) for p in result.get("patterns") or [] if isinstance(p, str)],
+            "passes": _count(result.get("passes")),
+            "bad_words": _count(result.get("bad_words")),
+            "first_bad": _first_bad(result.get("first_bad")),
+            "ecc_before": _ecc(result.get("ecc_before")),
+            "ecc_after": _ecc(result.get("ecc_after")),
+            "seconds": finite(result.get("seconds")) or 0.0,
         }
         out.facts["gpus"].append(facts)
         labels = {"gpu": str(entry.index)}
@@ -56,9 +57,12 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
             )
         )
         out.findings.extend(_findings(entry, facts))
+        if not facts["passes"] or not facts["bytes_tested"]:
+            untested.append(f"GPU {entry.index}: the memory test ended before a whole pass")
         if facts["ecc_before"] is None or facts["ecc_after"] is None:
             out.not_judged.append(f"GPU {entry.index}: ECC counters not readable (no ECC "
                                   "reporting): only the patterns judged")  # fmt: skip
+    out.error = "; ".join(untested) or None
     return out
 
 
@@ -95,12 +99,14 @@ def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
             )
         )
     if after["remap_failure"]:
+        was = before["remap_failure"]
+        when = "has failed (before the memory test too)" if was else "failed during the memory test"
         found.append(
             Finding(
                 code="memtest.remap_failure",
                 severity=Severity.CRITICAL,
                 device=device,
-                message=f"GPU {entry.index}: row remapping failed during the memory test",
+                message=f"GPU {entry.index}: row remapping {when}",
             )
         )
     if new_corrected > 0:
@@ -114,3 +120,36 @@ def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
             )
         )
     return found
+
+
+ECC_COUNTS = ("volatile_corrected", "volatile_uncorrected", "retired_pages")
+ECC_FLAGS = ("remap_pending", "remap_failure")
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _ecc(value: object) -> dict[str, Any] | None:
+    """facts.md's ECC record, or None where the record holds none (or not in that shape: a
+    counter that is not a count is no reading)."""
+    if not isinstance(value, dict):
+        return None
+    counts = {k: value.get(k) for k in ECC_COUNTS}
+    flags = {k: value.get(k) for k in ECC_FLAGS}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
+        return None
+    if not all(isinstance(v, bool) for v in flags.values()):
+        return None
+    return {**counts, **flags}
+
+
+def _first_bad(value: object) -> dict[str, Any] | None:
+    if not isinstance(value, dict):
+        return None
+    address, expected, read = value.get("address"), value.get("expected"), value.get("read")
+    if not isinstance(address, int) or isinstance(address, bool):
+        return None
+    if not isinstance(expected, str) or not isinstance(read, str):
+        return None
+    return {"address": address, "expected": expected, "read": read}

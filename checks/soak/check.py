@@ -23,11 +23,21 @@ class SoakCheck(LazyCheck):
     facts = "sitscheck.checks.soak.facts:Facts"
     profile_keys = (
         ProfileKey(
-            "accept",
-            "object",
-            "acceptance references: tflops per engine "
-            "({torch: 664, ptx: 288}), iteration_cv_max, dense_bf16_tflops",
+            "accept", "object", "acceptance references (sitscheck accept, rules/acceptance.yaml)"
         ),
+        ProfileKey(
+            "accept.tflops_reference",
+            "object",
+            "bf16 8192³ GEMM TFLOP/s a healthy GPU of the model sustains, per engine",
+        ),
+        ProfileKey("accept.tflops_reference.torch", "number", "with PyTorch (cuBLAS), TFLOP/s"),
+        ProfileKey("accept.tflops_reference.ptx", "number", "with the PTX mma kernel, TFLOP/s"),
+        ProfileKey(
+            "accept.iteration_cv_max",
+            "number",
+            "the soak's iteration-time coefficient of variation a healthy GPU stays under",
+        ),
+        ProfileKey("accept.dense_bf16_tflops", "number", "dense bf16 tensor peak (data sheet)"),
     )
     workload = WorkloadSpec(
         phase="soak",

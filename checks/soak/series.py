@@ -26,10 +26,15 @@ SAMPLED = (
 )
 
 
-def soak_series(entry: Entry, result: dict[str, Any], steady_from_s: float | None) -> Series:
-    """One GPU's trace. A quantity NVML never read (HBM temperature on some boards) is left
-    out rather than drawn as a flat nothing."""
-    samples = [s for s in result.get("samples") or [] if isinstance(s, dict)]
+def soak_series(
+    entry: Entry,
+    result: dict[str, Any],
+    samples: Sequence[dict[str, Any]],
+    steady_from_s: float | None,
+) -> Series:
+    """One GPU's trace: `samples` (those taken under load, timed from its start as the
+    iteration times are) and the iteration times. A quantity NVML never read (HBM temperature
+    on some boards) is left out rather than drawn as a flat nothing."""
     lines = [_sampled(samples, *spec) for spec in SAMPLED]
     lines.append(_iterations(result.get("times") or []))
     limit = median([float(s["power_limit_w"]) for s in samples if _number(s.get("power_limit_w"))])

@@ -48,6 +48,7 @@ class Child(Struct):
     result: dict[str, object] | None = None
     times: list[tuple[float, list[float]]] = field(default_factory=list)
     started: float = 0.0
+    ready: float = 0.0  # when it said its work starts (monotonic)
     ended: float = 0.0
     buffer: bytes = b""
 
@@ -169,6 +170,7 @@ def _take(child: Child, line: bytes) -> None:
     event = message.pop("event", None)
     if event == "ready":
         child.engine = str(message.get("engine"))
+        child.ready = time.monotonic()
     elif event == "doing":
         child.doing = str(message.get("what"))
     elif event == "figure":

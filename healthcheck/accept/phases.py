@@ -183,6 +183,10 @@ def _complete(
     elif phase.name == "soak":
         result["times"] = [[t, ms] for t, ms in child.times]
         result["samples"] = sampler.samples.get(index, []) if sampler else []
+        # the samples' clock starts with the sampler, the iteration times' with the load
+        result["load_started_s"] = (
+            round(child.ready - sampler.started, 3) if sampler and child.ready else None
+        )
         result["max_sm_clock_mhz"] = ctx.gpus.max_sm_clock(index)
         result["violation_ns"] = {
             name: [value, after.get(index, {}).get(name)]

@@ -9,6 +9,7 @@ stopped responding is a critical finding for that GPU (what it was doing is name
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -161,3 +162,11 @@ def percentile(values: Sequence[float], fraction: float) -> float | None:
 
 def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
+
+
+def finite(value: object) -> float | None:
+    """A record's number as a float, or None where it is none: null, text, a bool, NaN or an
+    infinity (JSON from a child or a bundle may hold any of them; a fact is a number or null)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None

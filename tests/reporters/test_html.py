@@ -94,12 +94,12 @@ def test_a_figure_nvml_never_read_is_left_out_and_a_gap_stays_a_gap() -> None:
     result["samples"][11]["sm_clock_mhz"] = math.nan
     entry = Entry(raw["index"], raw["uuid"], raw["pci_bus_id"], raw["name"], "ok", None, None,
                   result)  # fmt: skip
-    series = soak_series(entry, result, 5.0)
+    series = soak_series(entry, result, result["samples"], 5.0)
     lines = {line.name: line for line in series.lines}
     assert "mem_temp_c" not in lines
     assert lines["power_w"].values[10] is None
     assert lines["sm_clock_mhz"].values[11] is None
-    assert soak_series(entry, {}, None).lines == []
+    assert soak_series(entry, {}, [], None).lines == []
 
 
 def test_a_series_line_pairs_every_time_with_a_value() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from accept_bundles import facts_variants as accept_variants
 from bandwidth_bundles import facts_variants
 from corpus_paths import corpus_root
 from infiniband.ib_tree import fact_bundles as ib_fact_bundles
@@ -173,6 +174,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources.append((int8, ["tensorrt"], {"trt_probe": True}))  # a replay never probes: why
     sources.append((_gpus_missing_from_the_matrix(root), ["topology"], {}))
     sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
+    accept = ["memtest", "compute", "soak"]
+    sources += [(b, accept, {}) for b in accept_variants(root / "accept")]
     sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
@@ -190,7 +193,7 @@ def _facts(outputs: dict[str, list[CheckResult]], check: str) -> list[tuple[str,
 
 
 def test_every_built_in_check_declares_a_strict_facts_model() -> None:
-    assert len(BUILT_IN) == 11
+    assert len(BUILT_IN) == 14
     for check in CHECKS:
         if check.name in BUILT_IN:
             model = facts_model(check)

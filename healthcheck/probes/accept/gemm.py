@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..bandwidth.cuda import Driver
@@ -33,6 +34,15 @@ def tolerance(k: int) -> float:
     sqrt(k) roundings of the running sum), with a factor of 2 for the tensor cores' own
     internal order. A healthy H200 measured 0.0038 for k = 8192 against 0.0081."""
     return 2.0 * (BF16_UNIT_ROUNDOFF + math.sqrt(k) * FP32_UNIT_ROUNDOFF)
+
+
+def max_rel_error(got: Sequence[float], reference: Sequence[float]) -> float:
+    """The largest error of `got` relative to max(|reference|, the reference's rms); NaN where
+    `got` holds a NaN (max() would keep or skip one by where it stands: a product of NaNs must
+    never read as accurate)."""
+    rms = math.sqrt(sum(r * r for r in reference) / len(reference)) or 1.0
+    errors = [abs(g - r) / max(abs(r), rms) for g, r in zip(got, reference, strict=True)]
+    return math.nan if any(math.isnan(e) for e in errors) else max(errors)
 
 
 class Gemm(Protocol):
@@ -87,8 +97,7 @@ class _Buffers:
         for i in range(TILE):
             raw = driver.read(self.c + ((row0 + i) * n + col0) * 2, TILE * 2)
             got.extend(_bf16_to_float(v) for v in struct.unpack(f"<{TILE}H", raw))
-        rms = math.sqrt(sum(r * r for r in reference) / len(reference)) or 1.0
-        return max(abs(g - r) / max(abs(r), rms) for g, r in zip(got, reference, strict=True))
+        return max_rel_error(got, reference)
 
     def free(self) -> None:
         for pointer in (self.a, self.b, self.c, self.scratch):
