@@ -3,7 +3,8 @@
 Signal handlers come first, before the command line and its imports (a fifth of a second):
 a SIGTERM during start-up is held for the run, which then ends at once with its report, and
 never kills the process with no report at all (`interrupt.own_process`). A command that is
-not a run gets the usual signals back once it is known.
+not a run gets the usual signals back once it is known. Under an address-space limit, malloc's
+arenas are capped before any thread starts (`address_space.economise`).
 
 At the end, every object left is frozen out of the cyclic garbage collector (`gc.freeze`):
 the interpreter's teardown then skips its last collections over everything a run imported
@@ -20,9 +21,11 @@ RUNS = ("run", "daemon", "accept")  # the commands that take a held signal (no c
 
 
 def main() -> None:
+    from .address_space import economise
     from .interrupt import own_process, release_held
 
     own_process()
+    economise()
     from .cli import main as cli_main
 
     if command(sys.argv[1:]) not in RUNS:

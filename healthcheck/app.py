@@ -21,6 +21,7 @@ from .contract.settings import check_settings
 from .errors import ConfigError
 from .sources.base import Sources
 from .sources.scope import Scope, entered
+from .threads import CannotStart, start_daemon
 
 # The rules engine, the report and the bundle reader are imported where they are used: a
 # live run reaches its sampling window without them (they load inside it). The live sources
@@ -29,7 +30,6 @@ from .sources.scope import Scope, entered
 if TYPE_CHECKING:
     from .engine.cel import CelEnvironment
     from .engine.model import Profile, RuleSet
-    from .engine.yaml_lines import KeptTrees
     from .models import CheckResult, Report, Verdict
     from .sources.live import LiveOptions, LiveSources
 
@@ -44,8 +44,10 @@ class RunRequest(Struct, frozen=True):
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
-    """Site rule files live in /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart
-    from config.yaml; then each --rules directory or file."""
+    """The rule folders and files beside the shipped ones, for every command that reads rules
+    (`run`, `daemon`, `rules list`, `explain`): site rule files live in
+    /etc/sitscheck/rules.d (profiles in rules.d/profiles), apart from config.yaml; then each
+    of the config's `rules_dirs` (`--rules` in its place)."""
     site = SITE_DIR / "rules.d"
     for location in config.rules_dirs:
         if not location.exists():
@@ -150,18 +152,13 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     deadline = started + config.run_timeout_s  # rules past it are UNKNOWN, the report written
 
     def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
-        from .engine.cache_file import default_folder
         from .engine.cel import CelEnvironment
         from .engine.loader import load_profiles, rule_files, shipped_rules_dirs
-        from .engine.tree_cache import TreeCache
 
-        kept = default_folder()  # the last run's parsed files and programs, read back
-        env, trees = CelEnvironment(keep_in=kept), TreeCache(kept)
+        env = CelEnvironment()
         shipped = shipped_rules_dirs()  # the plugins' rule packages, looked up once
-        rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped, trees)
-        profiles = load_profiles(dirs, shipped, trees)
-        env.save_programs()
-        trees.save()
+        rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped)
+        profiles = load_profiles(dirs, shipped)
         return env, rules, profiles
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling
@@ -222,13 +219,12 @@ def load_rules(
     env: CelEnvironment,
     deadline: float | None,
     shipped: list[Path],
-    trees: KeptTrees | None = None,
 ) -> RuleSet:
     """`engine.loader.load_rules` (imported when a run compiles its rules); `shipped`: the
-    shipped rule folders (`loader.shipped_rules_dirs`); `trees`: the parsed files kept."""
+    shipped rule folders (`loader.shipped_rules_dirs`)."""
     from .engine.loader import load_rules as load
 
-    return load(files, env, deadline, shipped=shipped, trees=trees)
+    return load(files, env, deadline, shipped=shipped)
 
 
 def evaluate_rules(
@@ -268,21 +264,28 @@ def open_window(sources: Sources, deadline: float | None = None) -> None:
         except Exception:  # the checks that read it meet the same error, as theirs
             pass
 
-    threading.Thread(target=take, daemon=True, name="gpu-snapshot").start()
+    try:
+        start_daemon(take, name="gpu-snapshot")
+    except CannotStart:  # the first GPU check to need the snapshot takes it, on its thread
+        return
     started = getattr(sources, "window_started", None)
     if isinstance(started, threading.Event):
         started.wait(WINDOW_WAIT_S)
 
 
 class Background(Generic[T]):
-    """Run one function on a daemon thread; `result()` joins it and re-raises its error."""
+    """Run one function on a daemon thread; `result()` joins it and re-raises its error. A
+    thread the system refuses (`ulimit -v`): `result()` runs the function itself."""
 
     def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
         self._value: T | None = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True, name="rules-loader")
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        try:
+            self._thread = start_daemon(self._run, name="rules-loader")
+        except CannotStart:
+            pass
 
     def _run(self) -> None:
         try:
@@ -291,7 +294,10 @@ class Background(Generic[T]):
             self._error = exc
 
     def result(self) -> T:
-        self._thread.join()
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._value is not None
@@ -311,5 +317,7 @@ def _gpu_count(results: list[CheckResult]) -> int | None:
 
 
 def _bundle_host(meta: dict[str, object]) -> str:
+    from .models import NO_HOST
+
     host = meta.get("host")
-    return host if isinstance(host, str) and host else "unknown (no host in the bundle's meta.json)"
+    return host if isinstance(host, str) and host else NO_HOST

@@ -11,10 +11,18 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperGroup
 
 from . import __version__
+from .cli_parts import (
+    Command,
+    at_least_one_second,
+    complete_checks,
+    complete_profiles,
+    existing_folder,
+)
 from .errors import SitscheckError
+from .printable import printable
 
 EXIT_UNKNOWN = 3
 
@@ -23,7 +31,7 @@ class _Group(TyperGroup):
     pass
 
 
-class _Command(TyperCommand):
+class _Command(Command):
     pass
 
 
@@ -37,7 +45,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     help=(
-        "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown)."
+        "Node health checks for GPU inference nodes (exit 0 ok, 1 warning, 2 critical, 3 unknown;"
+        " with -o npd, NPD's: 0 ok or warning, 1 critical, 2 unknown)."
     ),
 )
 rules_app = typer.Typer(
@@ -48,21 +57,35 @@ rules_app = typer.Typer(
 )
 app.add_typer(rules_app, name="rules")
 
-CheckOpt = Annotated[
-    list[str] | None,
-    typer.Option("--check", metavar="NAME", help="Run only this check (repeatable)."),
-]
-SkipOpt = Annotated[
-    list[str] | None, typer.Option("--skip", metavar="NAME", help="Skip this check (repeatable).")
-]
+
+def _check_names(flag: str, help_text: str) -> Any:
+    """An option naming checks, completed from the installed ones."""
+    return typer.Option(flag, metavar="NAME", help=help_text, autocompletion=complete_checks)
+
+
+CheckOpt = Annotated[list[str] | None, _check_names("--check", "Run only this check (repeatable).")]
+SkipOpt = Annotated[list[str] | None, _check_names("--skip", "Skip this check (repeatable).")]
+OUTPUTS = (
+    "table | text | json[=PATH] | junit=PATH | npd | prom=DIR | html=PATH, or a plugin's "
+    "(repeatable)."
+)
 OutputOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--output",
         "-o",
         metavar="NAME[=PATH]",
-        help="table | text | json[=PATH] | junit=PATH | npd | prom=DIR | html=PATH, or a "
-        "plugin's (repeatable).",
+        help=f"{OUTPUTS} With npd among them the exit code is NPD's for the whole run: 0 ok or "
+        "warning, 1 critical, 2 unknown.",
+    ),
+]
+DaemonOutputOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="NAME[=PATH]",
+        help=f"{OUTPUTS[:-1]}; default prom=/var/lib/node_exporter/textfile_collector.",
     ),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show evidence.")]
@@ -83,7 +106,12 @@ ExpectOpt = Annotated[
 ]
 ProfileOpt = Annotated[
     str | None,
-    typer.Option("--profile", metavar="NAME", help="Hardware profile (default: chosen by GPU)."),
+    typer.Option(
+        "--profile",
+        metavar="NAME",
+        help="Hardware profile (default: chosen by GPU).",
+        autocompletion=complete_profiles,
+    ),
 ]
 RulesOpt = Annotated[
     list[Path] | None,
@@ -107,7 +135,10 @@ BandwidthOpt = Annotated[
     typer.Option("--bandwidth", help="Measure PCIe, HBM and peer bandwidth (part of --load)."),
 ]
 SysRootOpt = Annotated[
-    str | None, typer.Option("--sys-root", metavar="DIR", help="sysfs root (default /sys).")
+    str | None,
+    typer.Option(
+        "--sys-root", metavar="DIR", help="sysfs root (default /sys).", callback=existing_folder
+    ),
 ]
 OtlpOpt = Annotated[
     str | None,
@@ -188,7 +219,20 @@ def run(
     if bundle is not None and not bundle.strip():
         typer.echo("sitscheck run: --from needs a bundle folder or .tar.gz, not ''", err=True)
         raise typer.Exit(EXIT_UNKNOWN)
+    if bundle is not None:
+        _not_read_with_from({"--trt-log": trt_log, "--sys-root": sys_root})
     raise typer.Exit(_guarded(lambda: _run(overrides, config, bundle, output or [], otlp)))
+
+
+def _not_read_with_from(given: dict[str, Any]) -> None:
+    """Options that read the live node, given with --from: one warning line each (a replay
+    reads the bundle's own tensorrt/ and sysfs/ folders), never a silent no-op."""
+    for option, value in given.items():
+        if value:
+            _say(
+                f"sitscheck run: warning: {option} is not read with --from (a replay reads the "
+                "bundle's own evidence; record it with `sitscheck collect " + option + "`)"
+            )
 
 
 def _run(
@@ -198,16 +242,26 @@ def _run(
     outputs: list[str],
     otlp: str | None,
 ) -> int:
-    import os
-
     from .app import RunRequest
-    from .export.settings import resolve_settings
     from .reporters.outputs import parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
-    otlp_settings = resolve_settings(config.otlp, otlp, os.environ)  # bad settings fail early
+    otlp_settings = _otlp_settings(config, otlp)
     return _run_once(config, RunRequest(config, bundle), specs, otlp_settings)
+
+
+def _otlp_settings(config: Any, otlp: str | None) -> Any:
+    """The export settings; a malformed OTEL_* variable or `otlp:` key is one warning line
+    (here, once) and is ignored; only a malformed `--otlp` fails, before anything runs."""
+    import os
+
+    from .export.settings import resolve_settings
+
+    settings = resolve_settings(config.otlp, otlp, os.environ)
+    for warning in settings.warnings:
+        typer.echo(f"sitscheck: warning: {warning}", err=True)
+    return settings
 
 
 def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
@@ -247,7 +301,7 @@ def _execute_and_deliver(config: Any, request: Any, specs: Any, otlp_settings: A
         budget = time_left(15.0)  # interrupted: what is left of the grace (the rest is spooled)
         result = export_report(report, otlp_settings, config.state_dir, timeout_s=budget)
         if result.errors:
-            typer.echo(f"sitscheck: {result.summary()}", err=True)
+            _say(f"sitscheck: {result.summary()}")
     if failed is not None:
         raise failed
     return report
@@ -280,7 +334,7 @@ def _with_note(report: Any, note: str) -> Any:
     best (exit 3), since what it should report as new cannot be known."""
     from .models import Status, worst
 
-    typer.echo(f"sitscheck: {note}", err=True)
+    _say(f"sitscheck: {note}")
     status = worst([report.status, Status.UNKNOWN])
     headline = f"{status.value.upper()} — {report.headline} — {note}"
     return report.model_copy(update={"headline": headline, "status": status})
@@ -298,10 +352,14 @@ def daemon(
     interval: Annotated[
         float,
         typer.Option(
-            "--interval", metavar="SECONDS", min=1.0, help="Seconds between runs (at least 1)."
+            "--interval",
+            metavar="SECONDS",
+            help="Seconds between runs (default 300, at least 1).",
+            show_default=False,
+            callback=at_least_one_second,
         ),
     ] = 300.0,
-    output: OutputOpt = None,
+    output: DaemonOutputOpt = None,
     config: ConfigOpt = None,
     state_dir: StateDirOpt = None,
     sys_root: SysRootOpt = None,
@@ -310,16 +368,13 @@ def daemon(
     """Long-running mode: a daemon run every --interval (systemd Type=notify, watchdog)."""
 
     def body() -> int:
-        import os
-
         from .app import RunRequest
         from .daemon.loop import serve
-        from .export.settings import resolve_settings
         from .reporters.outputs import parse_outputs
 
         settings = _config({"state_dir": state_dir, "sys_root": sys_root, "daemon": True}, config)
         specs = parse_outputs(output or ["prom=/var/lib/node_exporter/textfile_collector"])
-        otlp_settings = resolve_settings(settings.otlp, otlp, os.environ)
+        otlp_settings = _otlp_settings(settings, otlp)
         request = RunRequest(settings)
 
         def run_once() -> Any:
@@ -342,7 +397,7 @@ def _print_checks() -> int:
 
     for found in discover():
         if isinstance(found, BrokenCheck):
-            print(f"{found.name:<15} BROKEN: {found.error}")
+            print(printable(f"{found.name:<15} BROKEN: {found.error}"))
         else:
             gpu = " [gpu]" if found.needs_gpu else ""
             print(f"{found.name:<15} {found.layer.value:<9} {found.summary}{gpu}")
@@ -390,9 +445,9 @@ def collect(
                 summary = collect_bundle(sources, out, declared)
             finally:
                 sources.close()
-        typer.echo(f"wrote {len(summary['written'])} files to {directory}")
+        typer.echo(printable(f"wrote {len(summary['written'])} files to {directory}"))
         for name, reason in summary["missing"].items():
-            typer.echo(f"  missing {name}: {reason}")
+            typer.echo(printable(f"  missing {name}: {reason}"))
         return 0
 
     raise typer.Exit(_guarded(body))
@@ -413,7 +468,7 @@ def rules_validate(
 
         outcome = validate(list(files or []))
         for problem in outcome.problems:
-            typer.echo(str(problem), err=True)
+            _say(str(problem))
         if outcome.problems:
             typer.echo(f"sitscheck: {len(outcome.problems)} problem(s)", err=True)
             return EXIT_UNKNOWN
@@ -426,19 +481,21 @@ def rules_validate(
 @rules_app.command("list", cls=_Command)
 def rules_list(
     rules: RulesOpt = None,
+    config: ConfigOpt = None,
 ) -> None:
-    """List every rule with its scope, severity and source, then every hardware profile with
-    its file and what it matches."""
+    """List every rule a run reads (shipped, the site folder's, --rules) with its scope,
+    severity, layer, file:line and source, then every hardware profile with its file and
+    what it matches."""
 
     def body() -> int:
         from .engine.loader import load_profiles, load_rules, rule_files
 
-        dirs = list(rules or [])
+        dirs = _rules_dirs(rules, config)
         ruleset = load_rules(rule_files(dirs))
         for rule in ruleset.rules:
             typer.echo(
                 f"{rule.id:<40} {rule.scope:<4} {rule.severity.value:<8} {rule.layer.value:<8} "
-                f"{rule.source or '-'}"
+                f"{rule.file}:{rule.line}  {rule.source or '-'}"
             )
         profiles = load_profiles(dirs)
         if profiles:
@@ -457,25 +514,39 @@ def rules_list(
 
 
 @app.command(cls=_Command)
-def explain(code: str, rules: RulesOpt = None) -> None:
-    """Print what a rule id, xid.N / sxid.N or finding code means, its evidence and action."""
+def explain(code: str, rules: RulesOpt = None, config: ConfigOpt = None) -> None:
+    """Print what a rule id (a site's too), xid.N / sxid.N or finding code means, its evidence
+    and action."""
 
     def body() -> int:
         from .contract.registry import discover
         from .engine.loader import load_rules, rule_files
         from .report.explain import explain_text
 
-        ruleset = load_rules(rule_files(list(rules or [])))
+        ruleset = load_rules(rule_files(_rules_dirs(rules, config)))
         typer.echo(explain_text(code, ruleset, discover()), nl=False)
         return 0
 
     raise typer.Exit(_guarded(body))
 
 
+def _rules_dirs(rules: list[Path] | None, config_path: Path | None) -> list[Path]:
+    """The rule folders and files a run with these options reads (`app.rules_dirs`)."""
+    from .app import rules_dirs
+
+    return rules_dirs(_config({"rules_dirs": rules or None}, config_path))
+
+
 @app.command(cls=_Command)
 def schema(
     facts: Annotated[
-        str | None, typer.Option("--facts", help="Print the schema of this check's facts.")
+        str | None,
+        typer.Option(
+            "--facts",
+            metavar="CHECK",
+            help="Print the schema of this check's facts.",
+            autocompletion=complete_checks,
+        ),
     ] = None,
     profile: Annotated[
         bool, typer.Option("--profile", help="Print the schema of hardware profile files.")
@@ -497,10 +568,10 @@ def _facts_schema(name: str) -> int:
 
     check = select(discover(), [name], [])[0]
     if not hasattr(check, "layer"):
-        typer.echo(f"sitscheck: check {name} failed to load: {check.error}", err=True)
+        _say(f"sitscheck: check {name} failed to load: {check.error}")
         return EXIT_UNKNOWN
     if getattr(check, "facts", None) is None:
-        typer.echo(f"sitscheck: check {name} declares no facts model", err=True)
+        _say(f"sitscheck: check {name} declares no facts model")
         return EXIT_UNKNOWN
     typer.echo(facts_schema_text(check), nl=False)
     return 0
@@ -519,14 +590,20 @@ def _guarded(body: Any) -> int:
         result: int = body()
         return result
     except SitscheckError as exc:
-        typer.echo(f"sitscheck: {exc}", err=True)
+        _say(f"sitscheck: {exc}")
         return EXIT_UNKNOWN
     except KeyboardInterrupt:
-        typer.echo("sitscheck: interrupted", err=True)
+        _say("sitscheck: interrupted")
         return EXIT_UNKNOWN
     except Exception as exc:  # never a traceback and exit 1 (which monitoring reads as WARNING)
-        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"sitscheck: internal error: {type(exc).__name__}: {exc}")
         return EXIT_UNKNOWN
+
+
+def _say(line: str) -> None:
+    """One line on stderr, made printable: errors quote file contents, bundle paths and
+    collectors' answers, which are nobody's to print raw on an operator's terminal."""
+    typer.echo(printable(line), err=True)
 
 
 def main() -> None:
@@ -549,12 +626,12 @@ def _usage_error(exc: Exception) -> int:
     `format_message` (their public interface); anything else is sitscheck's internal error."""
     message = getattr(exc, "format_message", None)
     if not callable(message):
-        typer.echo(f"sitscheck: internal error: {type(exc).__name__}: {exc}", err=True)
+        _say(f"sitscheck: internal error: {type(exc).__name__}: {exc}")
         return EXIT_UNKNOWN
     context = getattr(exc, "ctx", None)
     where = getattr(context, "command_path", "sitscheck")
     text = " ".join(str(message()).split()) or type(exc).__name__
-    typer.echo(f"{where}: {text} (see {where} --help)", err=True)
+    _say(f"{where}: {text} (see {where} --help)")
     return EXIT_UNKNOWN
 
 

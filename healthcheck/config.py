@@ -6,10 +6,19 @@ The site file is `/etc/sitscheck/config.yaml` (or `--config PATH`); its keys are
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from .errors import ConfigError
 
@@ -27,14 +36,17 @@ class OtlpSettings(BaseModel):
 
     The OTEL_* environment variables and `--otlp` override these (see
     `sitscheck.export.settings.resolve_settings`). Header values are credentials: `repr`/`str`
-    show their names only.
+    show their names only. Read from the site file by `lenient`: a malformed key is left out
+    and named in `ignored`, never an error (a telemetry typo must not stop health checking).
     """
 
     model_config = ConfigDict(extra="forbid")
+    _ignored: list[str] = PrivateAttr(default_factory=list)
 
     endpoint: str | None = None
     protocol: str | None = Field(default=None, description="grpc or http/protobuf")
     headers: dict[str, str] = Field(default_factory=dict)
+    compression: str | None = Field(default=None, description="gzip, deflate or none")
     certificate: str | None = Field(
         default=None, description="CA bundle (PEM) to verify the endpoint"
     )
@@ -52,6 +64,42 @@ class OtlpSettings(BaseModel):
     spool_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
     spool_max_age_s: float = Field(default=7 * 24 * 3600.0, gt=0, allow_inf_nan=False)
 
+    @property
+    def ignored(self) -> list[str]:
+        """The site file's malformed keys, left out: what is wrong with each (no value)."""
+        return list(self._ignored)
+
+    @classmethod
+    def lenient(cls, value: Any) -> OtlpSettings:
+        """The site file's `otlp:` section with each key (or header, or attribute) that does
+        not validate left out and named in `ignored`."""
+        if isinstance(value, OtlpSettings):
+            return value
+        ignored: list[str] = []
+        kept: dict[str, Any] = {}
+        if not isinstance(value, Mapping):
+            if value is not None:
+                ignored.append("config otlp: expected a mapping of settings")
+            value = {}
+        for key, item in value.items():
+            where = f"config otlp.{_printable(key)}"
+            if key not in cls.model_fields:
+                ignored.append(f"{where}: not a setting")
+            elif isinstance(item, Mapping) and key in ("headers", "resource_attributes"):
+                kept[key] = {}
+                for name, entry in item.items():  # a bad entry alone is left out
+                    if problem := _problem(cls, {key: {name: entry}}):
+                        ignored.append(f"{where}.{_printable(name)}: {problem}")
+                    else:
+                        kept[key][name] = entry
+            elif problem := _problem(cls, {key: item}):
+                ignored.append(f"{where}: {problem}")
+            else:
+                kept[key] = item
+        settings = cls.model_validate(kept)
+        settings._ignored = ignored
+        return settings
+
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
             if name == "headers" and isinstance(value, dict):
@@ -61,6 +109,20 @@ class OtlpSettings(BaseModel):
                 yield name, f"{scheme}{sep}<redacted>@{rest.rpartition('@')[2]}"
             else:
                 yield name, value
+
+
+def _problem(model: type[BaseModel], data: dict[str, Any]) -> str | None:
+    """What is wrong with `data` for `model`, in pydantic's words (never the value)."""
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        return "; ".join(err["msg"] for err in exc.errors())
+    return None
+
+
+def _printable(key: Any) -> str:
+    text = str(key)
+    return text if text.isprintable() else repr(text)
 
 
 class RunConfig(BaseModel):
@@ -96,6 +158,11 @@ class RunConfig(BaseModel):
             "declares as its `config`)"
         ),
     )
+
+    @field_validator("otlp", mode="wrap")
+    @classmethod
+    def _otlp_never_fails(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> OtlpSettings:
+        return OtlpSettings.lenient(value)  # export settings are warnings, never exit 3
 
 
 def load_site_config(path: Path | None) -> dict[str, Any]:

@@ -35,7 +35,6 @@ process it left.
 
 from __future__ import annotations
 
-import contextvars
 import os
 import signal
 import sys
@@ -47,6 +46,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ProbeError
+from .threads import CannotStart, start_daemon
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -116,7 +116,7 @@ class Interrupt:
         # (in `settle`, or `wait` where the runner is on it): a plain lock would deadlock there
         self._lock = threading.RLock()
         self._waiters: set[_Done] = set()
-        self._timer: threading.Timer | None = None
+        self._cancelled = threading.Event()  # the grace period's wait ends early: run over
         self._settled = False  # the report is final: a later signal no longer changes it
         self.reported = False  # the signal came before the report was final
 
@@ -143,19 +143,21 @@ class Interrupt:
         for waiter in waiters:
             waiter.set()
         self._kill()
-        timer = threading.Timer(self.grace_s, self._give_up)
-        timer.daemon = True
-        timer.name = "sitscheck-interrupt-grace"
-        self._timer = timer
-        timer.start()
+        try:
+            start_daemon(self._grace, name="sitscheck-interrupt-grace")
+        except CannotStart:  # no grace period: a second signal still ends the run at once
+            pass
+
+    def _grace(self) -> None:
+        if not self._cancelled.wait(self.grace_s):
+            self._give_up()
 
     def _give_up(self) -> None:
         self._kill()
         self._exit_now(EXIT_INTERRUPTED)
 
     def cancel(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._cancelled.set()
 
     def time_left(self, budget_s: float) -> float:
         """`budget_s`, or less: what is left of the grace period (minus a margin) once
@@ -259,11 +261,9 @@ class _Guarded:
             finally:
                 done.finish(self._interrupt)
 
-        # the work keeps the check's scope (its deadline, what it waits on) on its own thread
-        context = contextvars.copy_context()
-        threading.Thread(
-            target=context.run, args=(run,), name=f"check-{self.name}-work", daemon=True
-        ).start()
+        # the work keeps the check's scope (its deadline, what it waits on) on its own thread;
+        # one the system refuses ends the check UNKNOWN, naming it (`CannotStart`)
+        start_daemon(run, name=f"check-{self.name}-work", in_context=True)
         self._interrupt.wait(done)
         result = outcome[0]
         if isinstance(result, BaseException):

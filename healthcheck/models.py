@@ -15,6 +15,8 @@ from .status import Layer, Severity, Status, worst
 __all__ = ["Layer", "Severity", "Status", "worst"]
 
 SCHEMA_VERSION = "1.0"
+# `Report.host` of a replayed bundle whose meta.json names no host
+NO_HOST = "unknown (no host in the bundle's meta.json)"
 
 # Daemon runs (`run --daemon`, `daemon`): whether a finding or fired verdict is new since the
 # last run or was already there; None outside daemon runs.
@@ -36,6 +38,19 @@ class Device(BaseModel):
     uuid: str | None = Field(
         default=None, description="The GPU's UUID (GPU-...), from the driver's inventory."
     )
+
+
+class KnownGpu(BaseModel):
+    """A GPU's identity as a run found it. The daemon keeps the last run's (its state), so a GPU
+    that stops answering keeps the UUID and model it had (`sitscheck.gpu.resolve`)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    index: int | None = None
+    pci_bus_id: str | None = None
+    uuid: str | None = None
+    name: str | None = None
+    pci_device_id: str | None = None
 
 
 class Evidence(BaseModel):
@@ -243,6 +258,11 @@ class Report(BaseModel):
     @property
     def exit_code(self) -> int:
         return self.status.exit_code
+
+    @property
+    def hostname(self) -> str | None:
+        """The node's host name; None for a replayed bundle that does not record it."""
+        return None if self.host == NO_HOST else self.host
 
     def check(self, name: str) -> CheckResult | None:
         return next((c for c in self.checks if c.name == name), None)

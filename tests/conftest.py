@@ -1,4 +1,5 @@
-"""Shared fixtures: where the shared corpus of real samples lives; folders others may enter."""
+"""Shared fixtures: the shared corpus's samples (in tests/corpus/shared); folders others may
+enter."""
 
 from __future__ import annotations
 
@@ -8,17 +9,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from corpus_paths import REPO_ROOT, corpus_root
+from corpus_paths import REPO_ROOT, SHARED_CORPUS
 
-__all__ = ["REPO_ROOT", "corpus_root"]
+__all__ = ["REPO_ROOT", "SHARED_CORPUS"]
 
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    root = corpus_root()
-    if root is None:
-        pytest.skip("shared corpus absent: set SITSCHECK_CORPUS or place it at ../shared/corpus")
-    return root
+    """The shared corpus's samples, as the repository holds them (tests/corpus/shared)."""
+    return SHARED_CORPUS
 
 
 @pytest.fixture

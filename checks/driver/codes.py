@@ -9,7 +9,11 @@ CODES = Codes(
         CodeSpec(
             "driver.absent",
             Severity.CRITICAL,
-            "no NVIDIA driver on the node (no /proc/driver/nvidia, no device nodes)",
+            (
+                "no NVIDIA driver on the node (no /proc/driver/nvidia, no device nodes, no "
+                "nvidia-smi) and no NVIDIA GPU on its PCI bus, while --expect-gpus says it must "
+                "have GPUs"
+            ),
             "install the NVIDIA driver, or run without GPU checks on a CPU node",
             FindingKind.CONDITION,
             ActionCategory.CONFIGURE,
@@ -17,10 +21,62 @@ CODES = Codes(
         CodeSpec(
             "driver.not_loaded",
             Severity.CRITICAL,
-            "the NVIDIA driver is installed but its kernel module is not loaded",
-            "load the NVIDIA kernel module (modprobe nvidia) or reinstall it",
+            (
+                "the NVIDIA kernel module is not loaded (not installed, failed to load, or not "
+                "visible where sitscheck runs): nothing can use the GPUs"
+            ),
+            (
+                "load the NVIDIA kernel module (modprobe nvidia) or reinstall the driver; in a "
+                "container, check the driver mounts (/dev/nvidia*, NVIDIA Container Toolkit)"
+            ),
             FindingKind.CONDITION,
             ActionCategory.CONFIGURE,
+        ),
+        CodeSpec(
+            "driver.version_mismatch",
+            Severity.CRITICAL,
+            (
+                "the driver's user-space libraries (NVML, nvidia-smi, CUDA) and its loaded "
+                "kernel module are different versions (the driver was upgraded without a reboot, "
+                "or a container carries another driver's libraries): nothing can use the GPUs"
+            ),
+            (
+                "drain the node and reboot it, so that the kernel module loaded matches the "
+                "libraries installed (or unload and reload the nvidia modules once no process "
+                "holds them); in a container, mount the host's driver libraries"
+            ),
+            FindingKind.CONDITION,
+            ActionCategory.REBOOT,
+        ),
+        CodeSpec(
+            "driver.library_missing",
+            Severity.CRITICAL,
+            (
+                "NVML's library (libnvidia-ml.so.1) cannot be found: the driver's user space is "
+                "missing or incomplete where sitscheck runs (a container whose driver mount is "
+                "wrong): nothing there can use the GPUs"
+            ),
+            (
+                "install the driver's user-space libraries, or mount them into the container "
+                "(NVIDIA Container Toolkit, NVIDIA_DRIVER_CAPABILITIES=utility,compute)"
+            ),
+            FindingKind.CONDITION,
+            ActionCategory.CONFIGURE,
+        ),
+        CodeSpec(
+            "driver.nvidia_smi_unavailable",
+            Severity.INFO,
+            (
+                "nvidia-smi cannot run where sitscheck runs (not installed, or its library is "
+                "missing) while NVML serves every GPU: the GPUs are judged from NVML alone, "
+                "without nvidia-smi's cross-check of the GPU count or its topology matrix"
+            ),
+            (
+                "nothing for the GPUs; install nvidia-smi (in a container: "
+                "NVIDIA_DRIVER_CAPABILITIES=utility) for the operators' tools and topo -m"
+            ),
+            FindingKind.CONDITION,
+            ActionCategory.NONE,
         ),
         CodeSpec(
             "driver.gpu_lost",

@@ -34,6 +34,9 @@ class Facts(FactsModel):
     gpu_count: int
     attached_gpus: int | None = None  # the count the output states ("Attached GPUs" of -q)
     gpus: list[Gpu]
+    # bus ids of the NVIDIA GPUs sysfs shows on the PCI bus (those bound to vfio-pci or
+    # pci-stub left out), read where no source lists a GPU; null where the driver lists GPUs
+    gpus_on_bus: list[str] | None = None
     disagreements: list[str] = Field(
         default_factory=list
     )  # values two sources read differently, in words

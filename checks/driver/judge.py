@@ -210,13 +210,14 @@ def sources_disagree(disagreements: Sequence[Disagreement]) -> list[Finding]:
                     Evidence(source=source_name(first), ref=first_ref),
                     Evidence(source=source_name(second), ref=second_ref),
                 ],
-                action=_action("driver.sources_disagree"),
+                action=action_of("driver.sources_disagree"),
             )
         )
     return findings
 
 
-def _action(code: str) -> str:
+def action_of(code: str) -> str:
+    """The action the codes table gives `code`."""
     spec = CODES.get(code)
     assert spec is not None, code
     return spec.action

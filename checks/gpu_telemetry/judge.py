@@ -55,11 +55,11 @@ SERIES = (
     Series("power_w", "power_w", "power.draw", "power draw", "hw.power", "W", 1.0, {}),
     Series(
         "sm_clock_mhz", "sm_clock_mhz", "clocks.sm", "SM clock",
-        "sitscheck.gpu.clock", "MHz", 1.0, {"clock": "sm"},
+        "sitscheck.gpu.clock", "Hz", 1e6, {"clock": "sm"},
     ),
     Series(
         "mem_clock_mhz", "mem_clock_mhz", "clocks.mem", "memory clock",
-        "sitscheck.gpu.clock", "MHz", 1.0, {"clock": "memory"},
+        "sitscheck.gpu.clock", "Hz", 1e6, {"clock": "memory"},
     ),
     Series(
         "temp_c", "temp_c", "temperature.gpu", "GPU temperature",
@@ -187,8 +187,8 @@ def _limits(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
             out.metrics.append(
                 gpu.metric(
                     "sitscheck.gpu.clock.max",
-                    value,
-                    "MHz",
+                    value * 1e6,  # the base unit, as OTLP and Prometheus both carry it
+                    "Hz",
                     clock="sm" if clock == "sm" else "memory",
                 )
             )

@@ -62,8 +62,8 @@ class InfinibandCheck(LazyCheck):
         ),
         MetricSpec(
             "sitscheck.infiniband.retransmit_rate",
-            "%",
-            "retransmissions per packet sent during the window",
+            "1",
+            "retransmissions per packet sent during the window (a fraction)",
         ),
         MetricSpec(
             "sitscheck.infiniband.roce.congestion",

@@ -461,7 +461,8 @@ def _metrics(
         for counter_name in counters:
             g = growth.get(f"{folder}{counter_name}")
             add(name, g.total if g is not None else None, unit, **{label: counter_name})
-    add("sitscheck.infiniband.retransmit_rate", entry.get("retransmit_pct"), "%")
+    pct = entry.get("retransmit_pct")
+    add("sitscheck.infiniband.retransmit_rate", None if pct is None else pct / 100, "1")
 
 
 def _total(growth: Mapping[str, _Growth], name: str) -> int | None:

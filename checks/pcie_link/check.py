@@ -16,7 +16,7 @@ class PcieLinkCheck(LazyCheck):
         MetricSpec("sitscheck.pcie.link.width", "{lane}", "PCIe link width, current and max"),
         MetricSpec("sitscheck.pcie.link.generation", "{generation}", "PCIe generation"),
         MetricSpec("hw.errors", "{error}", "PCIe replay counter total (error.type=pcie_replay)"),
-        MetricSpec("sitscheck.pcie.replay.rate", "{replay}/min", "replays per minute in the run"),
+        MetricSpec("sitscheck.pcie.replay.rate", "{replay}/s", "replays per second in the run"),
         MetricSpec("hw.gpu.io", "By/s", "PCIe throughput by direction, per stat"),
     )
     codes = "sitscheck.checks.pcie_link.codes:CODES"

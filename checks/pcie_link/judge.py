@@ -191,9 +191,8 @@ def _replay(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:
         return
     entry["replay_window_s"] = window
     entry["replay_per_min"] = round(delta * 60.0 / window, 3)
-    out.metrics.append(
-        gpu.metric("sitscheck.pcie.replay.rate", entry["replay_per_min"], "{replay}/min")
-    )
+    rate = round(delta / window, 6)
+    out.metrics.append(gpu.metric("sitscheck.pcie.replay.rate", rate, "{replay}/s"))
 
 
 def _throughput(gpu: GpuView, entry: dict[str, Any], out: CheckOutput) -> None:

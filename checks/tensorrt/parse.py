@@ -14,7 +14,7 @@ Python traceback or warning, Python ``logging``'s ``INFO:root:``, vLLM's ``INFO 
 a shell prompt) start a message of their own that is neither a warning nor an error, so that
 neither they nor their continuation lines join a TensorRT message.
 
-Message boundaries (shared/corpus/ANNOTATION-NOTES.md, "trt"): a line with a timestamp,
+Message boundaries (tests/corpus/shared/ANNOTATION-NOTES.md, "trt"): a line with a timestamp,
 severity or source prefix starts a message; a line with none continues the message above it.
 A tagged line that cannot stand alone continues the message above it too: an indented item of
 a list the line before opened (a line ending in ``:``), and the bullets and fixed follow-up

@@ -27,6 +27,7 @@ from msgspec import Struct
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.sources import child_python
 from sitscheck.sources.command import CommandResult
+from sitscheck.threads import CannotStart, start_daemon
 
 from .parse import TrtLog, scan_trt_log
 
@@ -221,6 +222,12 @@ def child_env(gpu: GpuRef, uuid: str | None) -> dict[str, str]:
     }
 
 
+def _no_build(gpu: GpuRef, status: str, reason: str, duration_s: float = 0.0) -> GpuProbe:
+    """A GPU's probe that built nothing and printed nothing: why, and after how long."""
+    empty = scan_trt_log((), f"probe/gpu{gpu.index}")
+    return GpuProbe(gpu.index, gpu.pci_bus_id, gpu.name, status, reason, duration_s, empty)
+
+
 def _interpret(gpu: GpuRef, result: CommandResult, timeout: float) -> GpuProbe:
     log = scan_trt_log(result.stdout.splitlines(), f"probe/gpu{gpu.index}")
     status, reason = "failed", None
@@ -264,29 +271,21 @@ def run_probe(
         with lock:
             results[gpu.index] = outcome
 
-    workers = [
-        threading.Thread(target=one, args=(gpu,), daemon=True, name=f"trt-probe-{gpu.index}")
-        for gpu in gpus
-    ]
-    for worker in workers:
-        worker.start()
+    workers = []
+    for gpu in gpus:
+        try:
+            workers.append(start_daemon(one, gpu, name=f"trt-probe-{gpu.index}"))
+        except CannotStart as exc:  # that GPU's build is not run, and says why
+            with lock:
+                results[gpu.index] = _no_build(gpu, "not_run", f"the probe could not start: {exc}")
     deadline = time.monotonic() + timeout_s + 5.0  # the runner kills; this only bounds waiting
     for worker in workers:
         worker.join(timeout=max(deadline - time.monotonic(), 0.0))
     with lock:
         done = dict(results)
+    unreaped = "the probe's process could not be reaped in time"
     probes = tuple(
-        done.get(gpu.index)
-        or GpuProbe(
-            gpu.index,
-            gpu.pci_bus_id,
-            gpu.name,
-            "timed_out",
-            "the probe's process could not be reaped in time",
-            timeout_s,
-            scan_trt_log((), f"probe/gpu{gpu.index}"),
-        )
-        for gpu in gpus
+        done.get(gpu.index) or _no_build(gpu, "timed_out", unreaped, timeout_s) for gpu in gpus
     )
     return ProbeOutcome(True, None, probes)
 

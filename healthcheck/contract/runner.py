@@ -3,7 +3,8 @@
 Each check runs on a daemon thread: one that overruns is reported UNKNOWN ("timed out") and
 abandoned, never waited on, so a hung probe costs its deadline and nothing more. Each check's
 work runs under a `Scope` holding its deadline, so the commands it starts end before it, and a
-check that still times out is named with the command it was waiting on.
+check that still times out is named with the command it was waiting on. A check whose thread
+the system refuses (`ulimit -v`, a thread limit) is UNKNOWN with that reason; the others run.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..kernlog.scan import KernelLogPass, declared_interests
 from ..models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
 from ..sources.base import Sources
 from ..sources.scope import InFlight, Scope, entered
+from ..threads import CannotStart, start_daemon
 from . import Check, CheckContext, CheckOutput
 from .declarations import Declaration, declaration_of
 from .registry import BrokenCheck
@@ -35,7 +37,7 @@ class _Slot:
     kernel_pass: KernelLogPass | None
     settings: Any = None
     scope: Scope = field(default_factory=lambda: Scope(0.0))
-    thread: threading.Thread = field(init=False)
+    thread: threading.Thread | None = None  # None until it started (or when it could not)
     output: CheckOutput | None = None
     crash: str | None = None
     skip: str | None = None
@@ -69,21 +71,25 @@ def run_checks(
             results[check.name] = _not_started(check, sources)
             continue
         check_deadline = min(time.monotonic() + config.check_timeout_s, run_deadline)
-        slot = _Slot(
-            check,
-            check_deadline,
-            kernel_pass if check.name in interests else None,
-            (settings or {}).get(check.name),
-            Scope(check_deadline, run=in_flight),
+        slots.append(
+            _Slot(
+                check,
+                check_deadline,
+                kernel_pass if check.name in interests else None,
+                (settings or {}).get(check.name),
+                Scope(check_deadline, run=in_flight),
+            )
         )
-        slot.thread = threading.Thread(
-            target=_execute, args=(slot, sources, config), daemon=True, name=f"check-{check.name}"
-        )
-        slots.append(slot)
     for slot in slots:
-        slot.thread.start()
+        try:
+            slot.thread = start_daemon(
+                _execute, slot, sources, config, name=f"check-{slot.check.name}"
+            )
+        except CannotStart as exc:
+            slot.crash = f"not started: {exc}"
     for slot in slots:
-        slot.thread.join(timeout=max(slot.deadline - time.monotonic(), 0.0))
+        if slot.thread is not None:
+            slot.thread.join(timeout=max(slot.deadline - time.monotonic(), 0.0))
         results[slot.check.name] = _result(slot, time.monotonic() - started)
     return [results[c.name] for c in checks]
 
@@ -110,8 +116,9 @@ def _run_check(slot: _Slot, sources: Sources, config: RunConfig) -> None:
     began = time.monotonic()
     try:
         slot.skip = slot.check.applicable(sources, config)
-    except Exception as exc:
-        slot.crash = f"could not decide whether it applies: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # a ProbeError names itself (a refused thread, a signal)
+        named = str(exc) if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
+        slot.crash = f"could not decide whether it applies: {named}"
         slot.duration_s = time.monotonic() - began
         return
     if slot.skip is not None:
@@ -180,7 +187,7 @@ def _declared(output: CheckOutput, declaration: Declaration) -> CheckOutput:
 
 def _result(slot: _Slot, elapsed: float) -> CheckResult:
     check = slot.check
-    if slot.thread.is_alive():
+    if slot.thread is not None and slot.thread.is_alive():
         waited = slot.scope.waiting_on()
         return CheckResult(
             name=check.name,

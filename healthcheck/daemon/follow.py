@@ -1,9 +1,10 @@
 """Sources whose kernel log starts after the daemon's cursor; the current boot id.
 
-`FollowedSources(inner, cursor, boot_id)` serves everything `inner` serves, except that
-`kernel_log()` yields only the lines after `cursor` (see `cursor.filter_since`). Checks see a
-smaller log and report only what is new; `follow` says how the log was read and holds the new
-cursor once the scan has read the log to its end.
+`FollowedSources(inner, cursor, boot_id, known)` serves everything `inner` serves, except that
+`kernel_log()` yields only the lines after `cursor` (see `cursor.filter_since`), and
+`last_known()` the GPUs the state remembers (`known`). Checks see a smaller log and report
+only what is new; `follow` says how the log was read and holds the new cursor once the scan
+has read the log to its end.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..sources.base import Artifact, DriverProbe, KernelLogStream, Memo, Sources
+from ..sources.base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo, Sources
 from ..sources.files import FileTree
 from .cursor import KernelCursor, LogFollow, filter_since
 
@@ -41,12 +42,17 @@ class FollowedSources(Memo):
     """`inner` with its kernel log read from `cursor` on. Its own per-run memo."""
 
     def __init__(
-        self, inner: Sources, cursor: KernelCursor | None, boot_id: str | None = None
+        self,
+        inner: Sources,
+        cursor: KernelCursor | None,
+        boot_id: str | None = None,
+        known: LastKnown | None = None,
     ) -> None:
         super().__init__()
         self.inner = inner
         self.previous = cursor
         self.boot_id = boot_id
+        self.known = known
         self._follows: list[LogFollow] = []
 
     @property
@@ -101,3 +107,6 @@ class FollowedSources(Memo):
 
     def meta(self) -> dict[str, Any]:
         return self.inner.meta()
+
+    def last_known(self) -> LastKnown | None:
+        return self.known

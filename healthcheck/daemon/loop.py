@@ -15,7 +15,9 @@ children killed, unfinished checks UNKNOWN, the report delivered), then the serv
 between runs it stops at once. Each run ends by killing and reaping every process it left
 (`interrupt.sweep`, in the process that is sitscheck).
 
-A run that raises is logged and reported in `STATUS=`; the loop goes on.
+After each run one line goes to stderr (journald keeps it; run by hand, the operator sees it):
+the run's number, duration and headline, and what is new or cleared (`run_line`). A run that
+raises is that line saying why, and reported in `STATUS=`; the loop goes on.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -31,9 +34,14 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import FrameType
 
+from msgspec import Struct
+
 from .. import interrupt
 from ..errors import SitscheckError
 from ..models import Report
+from ..printable import printable
+from ..threads import CannotStart, start_daemon
+from .run_line import failed_line, run_line
 
 log = logging.getLogger("sitscheck.daemon")
 
@@ -113,7 +121,7 @@ def _watchdog_seconds(env: Mapping[str, str]) -> float | None:
 
 
 def _status_text(text: str) -> str:
-    one_line = " ".join(text.split())
+    one_line = printable(" ".join(text.split()))
     return one_line[:_STATUS_MAX]
 
 
@@ -125,15 +133,19 @@ class _Pinger:
         self.interval_s = interval_s
         self.budget_s = budget_s
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sitscheck-watchdog", daemon=True)
+        self._thread: threading.Thread | None = None
 
     def __enter__(self) -> _Pinger:
-        self._thread.start()
+        try:
+            self._thread = start_daemon(self._run, name="sitscheck-watchdog")
+        except CannotStart as exc:  # the run goes on without them (WatchdogSec may end it)
+            log.warning("watchdog pings not sent during this run: %s", exc)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
     def _run(self) -> None:
         started = time.monotonic()
@@ -153,9 +165,11 @@ def serve(
     stop: threading.Event | None = None,
     handle_signals: bool = True,
     max_runs: int | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> int:
     """Run `run_once` every `interval_s` seconds until SIGTERM/SIGINT (or `stop` is set, or
-    `max_runs` runs); returns the exit status of the service (0)."""
+    `max_runs` runs); returns the exit status of the service (0). `say` takes each run's
+    line (default: stderr)."""
     if interval_s <= 0:
         raise ValueError("interval must be positive")
     notify = notifier or Notifier()
@@ -169,10 +183,11 @@ def serve(
         runs = 0
         while not halt.is_set():
             started = time.monotonic()
-            notify.status(f"running (run {runs + 1})")
-            if _one_run(run_once, notify, ping_every, run_budget_s, handle_signals):
-                halt.set()
             runs += 1
+            notify.status(f"running (run {runs})")
+            options = _RunOptions(runs, ping_every, run_budget_s, handle_signals)
+            if _one_run(run_once, notify, options, say):
+                halt.set()
             if max_runs is not None and runs >= max_runs:
                 break
             _wait(halt, started + interval_s, notify, ping_every)
@@ -184,33 +199,51 @@ def serve(
         notify.close_socket()
 
 
+class _RunOptions(Struct, frozen=True):
+    """One run of the loop: its number, and how the watchdog and signals are served."""
+
+    number: int
+    ping_every: float | None
+    budget_s: float | None
+    handle_signals: bool = True
+
+
 def _one_run(
     run_once: Callable[[], Report],
     notify: Notifier,
-    ping_every: float | None,
-    budget_s: float | None,
-    handle_signals: bool,
+    options: _RunOptions,
+    say: Callable[[str], None] | None,
 ) -> bool:
-    """One run; True when a signal came during it (the service then stops)."""
+    """One run and its line; True when a signal came during it (the service then stops)."""
     at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    tell = say or _to_stderr
+    began = time.monotonic()
     signalled: list[bool] = []
     try:
-        with _signals_end_the_run(handle_signals) as signalled:
-            if ping_every is not None:
-                with _Pinger(notify, ping_every, budget_s):
+        with _signals_end_the_run(options.handle_signals) as signalled:
+            if options.ping_every is not None:
+                with _Pinger(notify, options.ping_every, options.budget_s):
                     report = run_once()
             else:
                 report = run_once()
-    except SitscheckError as exc:  # a user's mistake (an unwritable output): one line
-        log.error("sitscheck run failed: %s", exc)
-        notify.status(f"last run {at} failed: {exc}")
-        return bool(signalled)
     except Exception as exc:  # one failed run must not end the service
-        log.exception("sitscheck run failed")
-        notify.status(f"last run {at} failed: {type(exc).__name__}: {exc}")
+        why = str(exc) if isinstance(exc, SitscheckError) else f"{type(exc).__name__}: {exc}"
+        log.debug("sitscheck run failed", exc_info=True)
+        tell(failed_line(options.number, time.monotonic() - began, why))
+        notify.status(f"last run {at} failed: {why}")
         return bool(signalled)
+    tell(run_line(options.number, report, time.monotonic() - began))
     notify.status(f"last run {at}: {report.headline}")
     return bool(signalled)
+
+
+def _to_stderr(line: str) -> None:
+    """A run's line on stderr; a closed or broken stderr costs the line, not the service."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 @contextmanager

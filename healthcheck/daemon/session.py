@@ -25,7 +25,16 @@ from ..sources.base import Sources
 from .cursor import KernelCursor, LogFollow
 from .deltas import mark_report, stamp
 from .follow import FollowedSources, current_boot_id
-from .state import DaemonState, LastRun, LoadedState, StateLock, load_state, save_state
+from .known import last_known, remembered
+from .state import (
+    DaemonState,
+    LastRun,
+    LoadedState,
+    StateLock,
+    load_state,
+    save_state,
+    state_path,
+)
 
 
 class DaemonSession:
@@ -75,10 +84,13 @@ class DaemonSession:
         return previous.kernel_cursor if previous else None
 
     def follow(self, sources: Sources, boot_id: str | None = None) -> FollowedSources:
-        """`sources` with the kernel log read after the saved cursor."""
+        """`sources` with the kernel log read after the saved cursor, and the GPUs the state
+        remembers of this node (`known.last_known`)."""
         self._require_open()
         boot = boot_id if boot_id is not None else current_boot_id(sources)
-        self._followed = FollowedSources(sources, self.cursor, boot)
+        where = str(state_path(self.state_dir))
+        known = last_known(self.previous, sources.meta().get("host"), where)
+        self._followed = FollowedSources(sources, self.cursor, boot, known)
         return self._followed
 
     def finish(
@@ -118,6 +130,7 @@ class DaemonSession:
                 exit_code=report.exit_code,
                 headline=report.headline,
             ),
+            gpus=remembered(report, previous.gpus if previous else []),
         )
         save_state(self.state_dir, state)
         info = DaemonInfo(

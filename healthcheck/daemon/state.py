@@ -2,7 +2,8 @@
 
 `/var/lib/sitscheck/state.json` (or `--state-dir`) holds what the next run compares against:
 the kernel-log cursor, the last value of each cumulative counter, the findings and fired
-verdicts of the last run (with when each was first seen), and the last run's outcome.
+verdicts of the last run (with when each was first seen), the last run's outcome, and the
+identity of each GPU the runs have known (`known`: a lost GPU keeps its UUID and model).
 
 - Writes are atomic: a temporary file in the same folder, fsync'd, renamed over the old one,
   then the folder fsync'd. A run killed at any point leaves the old state or the new one;
@@ -32,8 +33,10 @@ from msgspec import Struct, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SitscheckError
-from ..models import Device, Status
+from ..models import Device, KnownGpu, Status
+from ..printable import printable
 from ..reporters.files import write_atomic
+from ..sources.files import read_at_most
 from .cursor import KernelCursor
 
 log = logging.getLogger("sitscheck.daemon")
@@ -106,6 +109,9 @@ class DaemonState(BaseModel):
     items: list[TrackedItem] = Field(default_factory=list)
     counters: list[CounterValue] = Field(default_factory=list)
     last_run: LastRun | None = None
+    gpus: list[KnownGpu] = Field(
+        default_factory=list, description="the GPUs' identities as the runs knew them (`known`)"
+    )
 
 
 class LoadedState(Struct):
@@ -125,7 +131,7 @@ def load_state(state_dir: Path, now: datetime | None = None) -> LoadedState:
     _remove_stale_temporaries(state_dir)
     try:
         with path.open("rb") as handle:
-            data = handle.read(MAX_STATE_BYTES + 1)
+            data = read_at_most(handle, MAX_STATE_BYTES + 1)
     except FileNotFoundError:
         return LoadedState(None)
     except OSError as exc:
@@ -174,7 +180,7 @@ def _set_aside(path: Path, problem: str, now: datetime | None) -> str:
         ) from exc
     _prune_moved_aside(path)
     note = f"state file {path} {problem}: moved aside to {target.name}; starting from no state"
-    log.warning("%s", note)
+    log.warning("%s", printable(note))
     return note
 
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 from importlib.util import find_spec
-from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import RuleError
 from .errors import CompileFailure
 from .model import CompiledExpr, Shape
-from .program_cache import ProgramCache
+from .syntax import Node
 
 MAX_EXPR_CHARS = 2000
 # Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
@@ -30,14 +29,10 @@ GOOGLE, CELPY = "cel-expr-python", "celpy"
 
 class Engine(Protocol):
     name: str
-    # the engine's build where its programs may be kept between runs (`serialize`), else None
-    build: str | None
 
     def compile(self, text: str) -> tuple[Any, Shape]: ...
 
-    def serialize(self, program: Any) -> bytes: ...
-
-    def deserialize(self, data: bytes) -> Any: ...
+    def syntax(self, text: str) -> Node: ...
 
     shares_scopes: bool
 
@@ -51,12 +46,10 @@ def default_engine() -> str:
 
 
 class CelEnvironment:
-    """One engine per rule set: compiles expressions, builds scopes, evaluates. With `keep_in`
-    (a cache folder: `cache_file.default_folder()`), the programs of the last run are read
-    back from there rather than compiled, where the engine can (`save_programs` writes this
-    run's)."""
+    """One engine per rule set: compiles expressions, builds scopes, evaluates. Nothing is
+    kept between runs: every run compiles the rules it reads."""
 
-    def __init__(self, engine: str | None = None, keep_in: Path | None = None) -> None:
+    def __init__(self, engine: str | None = None) -> None:
         chosen = engine or default_engine()
         if chosen == GOOGLE:
             from .cel_google import GoogleEngine
@@ -71,8 +64,6 @@ class CelEnvironment:
         # what each text compiled to: the shipped rules repeat a quarter of their expressions
         # (guards, message placeholders), and a program is only read by its evaluations
         self._compiled: dict[str, tuple[Any, Shape]] = {}
-        build = self._engine.build
-        self._kept = ProgramCache(keep_in, build) if keep_in is not None and build else None
 
     @property
     def engine(self) -> str:
@@ -82,13 +73,16 @@ class CelEnvironment:
         if len(text) > MAX_EXPR_CHARS:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
         try:
-            program, shape = self._compiled.get(text) or self._compile(text)
+            compiled = self._compiled.get(text)
+            if compiled is None:
+                compiled = self._compiled[text] = self._engine.compile(text)
         except CompileFailure as exc:
             # an error at the end of the text is on its last line with any text on it
             offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
             raise RuleError(
                 file, f"bad CEL expression {text!r}: {exc.message}", line + offset
             ) from exc
+        program, shape = compiled
         if shape.comprehensions > MAX_COMPREHENSIONS:
             raise RuleError(
                 file,
@@ -98,30 +92,9 @@ class CelEnvironment:
             )
         return CompiledExpr(text, program, shape)
 
-    def _compile(self, text: str) -> tuple[Any, Shape]:
-        compiled = self._read_back(text)
-        if compiled is None:
-            compiled = self._engine.compile(text)
-            if self._kept is not None:
-                self._kept.put(text, self._engine.serialize(compiled[0]), compiled[1])
-        self._compiled[text] = compiled
-        return compiled
-
-    def _read_back(self, text: str) -> tuple[Any, Shape] | None:
-        """What `text` compiled to in the last run, where it was kept and reads back."""
-        kept = self._kept
-        found = kept.get(text) if kept is not None else None
-        if kept is None or found is None:
-            return None
-        try:
-            return self._engine.deserialize(found[0]), found[1]
-        except ValueError:
-            kept.drop(text)  # compiled again, and written anew
-            return None
-
-    def save_programs(self) -> bool:
-        """Keep this run's programs for the next (`program_cache`); whether it wrote."""
-        return self._kept.save() if self._kept is not None else False
+    def syntax(self, text: str) -> Node:
+        """The syntax of an expression that compiles (`syntax.py`), for `rules validate`."""
+        return self._engine.syntax(text)
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))

@@ -15,6 +15,7 @@ from typing import Any
 from .budget import Meter
 from .errors import CompileFailure, EvalFailure
 from .model import Path, Shape
+from .syntax import COMPREHENSIONS, Constant, Index, Loop, Name, Node, Select
 
 # celpy's macros, its `reduce`/`min` extensions included: each is one comprehension.
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
@@ -22,7 +23,6 @@ MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "m
 
 class CelpyEngine:
     name = "celpy"
-    build: str | None = None  # its programs are Python objects: none is kept between runs
 
     def __init__(self) -> None:
         import celpy
@@ -35,12 +35,6 @@ class CelpyEngine:
         self._eval_error = CELEvalError
         self._json_to_cel = json_to_cel
 
-    def serialize(self, program: Any) -> bytes:
-        raise NotImplementedError("celpy's programs are not kept (`build` is None)")
-
-    def deserialize(self, data: bytes) -> Any:
-        raise NotImplementedError("celpy's programs are not kept (`build` is None)")
-
     def compile(self, text: str) -> tuple[Any, Shape]:
         """(program, the comprehensions of its parse tree); CompileFailure with the line."""
         try:
@@ -51,6 +45,10 @@ class CelpyEngine:
         except Exception as exc:
             raise CompileFailure(str(exc), 0) from exc
         return program, shape(ast)
+
+    def syntax(self, text: str) -> Node:
+        """The syntax of `text` (which compiles), for the fact-path check."""
+        return _Syntax(text).node(self._env.compile(text))
 
     shares_scopes = True  # a GPU's scope extends the node's converted values
 
@@ -132,6 +130,108 @@ def _chain(node: Any) -> Path | None:
         else:
             return None
     return None
+
+
+class _Syntax:
+    """celpy's parse tree (its cel.lark grammar) as `syntax` nodes; a node it has no method
+    for passes its one child through, or is computed from its children."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0]  # where each line of the text starts
+        for line in text.splitlines(keepends=True):
+            self._starts.append(self._starts[-1] + len(line))
+
+    def node(self, tree: Any) -> Node:
+        from lark import Tree
+
+        if not isinstance(tree, Tree):
+            return Node()
+        children = tree.children
+        build = getattr(self, f"_{tree.data}", None) if tree.data in _SYNTAX else None
+        if build is not None:
+            built: Node = build(children)
+            return built
+        if len(children) == 1:  # expr, conditionalor, ..., member, primary: one part
+            return self.node(children[0])
+        return Node(tuple(self.node(child) for child in children))
+
+    def _at(self, token: Any) -> int:
+        line, column = getattr(token, "line", None) or 1, getattr(token, "column", None) or 1
+        return self._starts[min(line, len(self._starts)) - 1] + column - 1
+
+    def _ident(self, children: list[Any]) -> Node:
+        return Name(name=str(children[0]), at=self._at(children[0]))
+
+    def _dot_ident(self, children: list[Any]) -> Node:
+        return Name(name=f".{children[0]}", at=self._at(children[0]))
+
+    def _member_dot(self, children: list[Any]) -> Node:
+        field = children[1]
+        return Select(operand=self.node(children[0]), field=str(field), at=self._at(field))
+
+    def _member_index(self, children: list[Any]) -> Node:
+        from lark import Token
+
+        key = children[1]
+        first = next(iter(key.scan_values(lambda v: isinstance(v, Token))), None)
+        return Index(operand=self.node(children[0]), key=self.node(key), at=self._at(first))
+
+    def _member_dot_arg(self, children: list[Any]) -> Node:
+        over, method = self.node(children[0]), children[1]
+        arguments = [self.node(a) for a in _arguments(children[2] if len(children) > 2 else None)]
+        variable = arguments[0] if arguments else None
+        macro = str(method)
+        if macro not in COMPREHENSIONS or not isinstance(variable, Name) or len(arguments) < 2:
+            return Node((over, *arguments))
+        mapped = arguments.pop() if macro == "map" else None
+        return Loop(tuple(arguments[1:]), macro, variable.name, over, mapped, at=self._at(method))
+
+    def _ident_arg(self, children: list[Any]) -> Node:  # `f(args)`, `has(x)`
+        arguments = _arguments(children[1] if len(children) > 1 else None)
+        return Node(tuple(self.node(argument) for argument in arguments))
+
+    _dot_ident_arg = _ident_arg  # `.f(args)`
+
+    def _member_object(self, children: list[Any]) -> Node:  # `Message{field: value}`
+        return Node(tuple(self.node(child) for child in children[1:]))
+
+    def _list_lit(self, children: list[Any]) -> Node:  # `[a]` is a list, never `a` itself
+        return Node(tuple(self.node(child) for child in children))
+
+    _map_lit = _list_lit
+
+    def _paren_expr(self, children: list[Any]) -> Node:
+        return self.node(children[0])
+
+    def _literal(self, children: list[Any]) -> Node:
+        """A string or integer literal's value (as written, no escapes); else None."""
+        token = children[0] if children else None
+        text = str(token)
+        if getattr(token, "type", None) == "INT_LIT":
+            try:
+                return Constant(value=int(text, 0))
+            except ValueError:
+                return Constant()
+        if getattr(token, "type", None) == "STRING_LIT" and len(text) >= 2:
+            if text[0] == text[-1] and "\\" not in text:
+                return Constant(value=text[1:-1])
+        return Constant()
+
+
+_SYNTAX = frozenset(
+    {
+        "ident", "dot_ident", "member_dot", "member_index", "member_dot_arg", "ident_arg",
+        "dot_ident_arg", "member_object", "list_lit", "map_lit", "paren_expr", "literal",
+    }
+)  # fmt: skip
+
+
+def _arguments(exprlist: Any) -> list[Any]:
+    from lark import Tree
+
+    if isinstance(exprlist, Tree) and exprlist.data == "exprlist":
+        return list(exprlist.children)
+    return []
 
 
 def plain(value: Any) -> Any:

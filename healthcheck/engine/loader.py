@@ -20,7 +20,7 @@ from ..models import ActionCategoryName, Layer, Severity
 from .budget import passed
 from .cel import CelEnvironment
 from .model import CompiledExpr, Profile, Rule, RuleSet, Scope
-from .yaml_lines import KeptTrees, LinedDict, line_of, load_yaml, value_line_of
+from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
 
 RULE_KEYS = {
     "id",
@@ -97,12 +97,10 @@ def load_rules(
     deadline: float | None = None,
     expr_checks: Sequence[ExprCheck] = (),
     shipped: list[Path] | None = None,
-    trees: KeptTrees | None = None,
 ) -> RuleSet:
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
     the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
-    `shipped`: `shipped_rules_dirs()`, where the caller has it; `trees`: the files' trees
-    kept between runs (`tree_cache`)."""
+    `shipped`: `shipped_rules_dirs()`, where the caller has it."""
     env = env or CelEnvironment()
     compiler = _Compiler(env, expr_checks, deadline)
     rules: dict[str, Rule] = {}
@@ -112,7 +110,7 @@ def load_rules(
     every_rule: list[Rule] = []  # replaced ones too: a param one of them reads is no typo
     shipped_folders = {folder.resolve() for folder in _shipped(shipped)}
     for path in files:
-        data = load_yaml(path, trees)
+        data = load_yaml(path)
         if data is None:
             continue
         if not isinstance(data, dict):
@@ -260,12 +258,10 @@ def _names(entry: LinedDict, key: str, file: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def load_profiles(
-    dirs: list[Path], shipped: list[Path] | None = None, trees: KeptTrees | None = None
-) -> dict[str, Profile]:
+def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[str, Profile]:
     """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
     ones (`profiles/*.yaml` in each extra dir), merged by name. `shipped`:
-    `shipped_rules_dirs()`, where the caller has it; `trees`: as `load_rules`'."""
+    `shipped_rules_dirs()`, where the caller has it."""
     folders = [folder / "profiles" for folder in _shipped(shipped)]
     site = [d / "profiles" for d in dirs if d.is_dir()]
     folders += site
@@ -273,7 +269,7 @@ def load_profiles(
     schema = None  # the profile schema, made for the first site profile (shipped ones pass)
     for folder in folders:
         for path in sorted(folder.glob("*.yaml")):
-            data = load_yaml(path, trees)
+            data = load_yaml(path)
             if folder in site:  # a site's profile: an unknown key or a wrong type is refused
                 schema = schema or _profile_schema()
                 schema.check(str(path), data)

@@ -74,7 +74,8 @@ def validate(paths: list[Path]) -> Outcome:
         outcome.rules += len(ruleset.rules)
         from .fact_paths import rule_file_problems
 
-        outcome.problems.extend(rule_file_problems(path, ruleset.rules, declared.activation()))
+        problems = rule_file_problems(path, ruleset.rules, declared.activation(), env.syntax)
+        outcome.problems.extend(problems)
     for path in profiles:
         try:
             data = load_yaml(path)

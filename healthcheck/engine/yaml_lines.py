@@ -3,20 +3,19 @@
 Aliases and anchors are refused (no billion-laughs expansion), the file size is capped, and
 only plain scalars, lists and mappings are built: each mapping and list remembers the line
 it starts on and the line of each entry, so a validation error names `file:line`. The
-parsing itself is `yaml_parse` (PyYAML is imported only where a file is parsed: a run whose
-files' trees are kept, `tree_cache`, never imports it).
+parsing itself is `yaml_parse`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import RuleError
+from ..sources.files import read_at_most
 from .lined import LinedDict, LinedList, line_of, value_line_of
 
 __all__ = [
-    "KeptTrees",
     "LinedDict",
     "LinedList",
     "line_of",
@@ -26,14 +25,6 @@ __all__ = [
 ]
 
 
-class KeptTrees(Protocol):
-    """The trees of files parsed before, by their bytes (`tree_cache.TreeCache`)."""
-
-    def get(self, raw: bytes) -> tuple[Any] | None: ...
-
-    def put(self, raw: bytes, tree: Any) -> None: ...
-
-
 MAX_YAML_BYTES = 1024 * 1024
 
 
@@ -41,7 +32,7 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     """At most `limit` bytes, never more read into memory; a larger file is refused."""
     try:
         with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
+            raw = read_at_most(handle, limit + 1)
     except OSError as exc:
         raise RuleError(str(path), f"cannot read: {exc.strerror}") from exc
     if len(raw) > limit:
@@ -49,18 +40,9 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     return raw
 
 
-def load_yaml(path: Path, trees: KeptTrees | None = None) -> Any:
+def load_yaml(path: Path) -> Any:
     """The document, built in one pass over libyaml's events: checked (`check_events`) and
-    built as they come, each mapping and list with its lines (`yaml_parse`). With `trees`,
-    the tree kept for the file's very bytes where there is one (`tree_cache`)."""
-    raw = read_capped(path)
-    if trees is not None:
-        kept = trees.get(raw)
-        if kept is not None:
-            return kept[0]
+    built as they come, each mapping and list with its lines (`yaml_parse`)."""
     from .yaml_parse import parse_lined
 
-    tree = parse_lined(path, raw.decode("utf-8", errors="replace"))
-    if trees is not None:
-        trees.put(raw, tree)
-    return tree
+    return parse_lined(path, read_capped(path).decode("utf-8", errors="replace"))

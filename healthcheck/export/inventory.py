@@ -30,6 +30,7 @@ class Gpu(Struct, frozen=True):
     model: str | None
     vbios: str | None
     state: str | None = None  # the driver's word for it: ok, or why not
+    pci_device_id: str | None = None  # "233510de": device and vendor id
 
     @property
     def hw_id(self) -> str:
@@ -59,6 +60,7 @@ class Inventory(Struct):
                     model=_str(raw.get("name")),
                     vbios=_str(raw.get("vbios")),
                     state=_str(raw.get("state")),
+                    pci_device_id=_str(raw.get("pci_device_id")),
                 )
             )
         return cls(gpus, _str(facts.get("driver_version")))
@@ -187,7 +189,8 @@ def gpu_health(report: Report, inventory: Inventory) -> dict[str, GpuHealth]:
 def with_gpu_uuids(report: Report) -> Report:
     """The report with each finding's, verdict's and cleared item's GPU device carrying the
     GPU's UUID from the driver's inventory (matched by bus id, else index); the report itself
-    is not changed. A device the inventory does not know (a port, a lost GPU) is left as it is.
+    is not changed. A device the inventory does not know (a port), or a GPU whose UUID no
+    source knew (lost before any run named it), is left as it is.
     """
     inventory = Inventory.of(report)
     if not inventory.gpus:

@@ -3,12 +3,15 @@
 `export_report` is the whole job, synchronous and bounded by `timeout_s`:
 1. build the run's two payloads (`payload.py`: an `ExportTraceServiceRequest` and an
    `ExportMetricsServiceRequest`, serialised once);
-2. write them to the spool (`spool.py`, `STATE_DIR/spool`) before sending anything;
-3. holding the spool's lock, drop what is past the age limit, then send every spooled
-   payload oldest first (earlier runs' first), each under the per-request timeout and what
-   is left of `timeout_s` (`transport.py`), each signal to its own endpoint (`settings.py`);
-   a payload is deleted once the receiver acknowledged it; an endpoint that is down or slow
-   stops the sending to it, a kind it refuses stops that kind;
+2. write them to the spool (`spool.py`, `STATE_DIR/spool`), each with its destination,
+   before sending anything;
+3. holding the spool's lock, drop what is past the age limit (and files of the earlier
+   format, which name no destination), then send every spooled payload whose destination
+   this run has, oldest first (earlier runs' first), each under the per-request timeout and
+   what is left of `timeout_s` (`transport.py`), each signal to its own endpoint
+   (`settings.py`); a payload is deleted once the receiver acknowledged it; an endpoint that
+   is down or slow stops the sending to it, a kind it refuses stops that kind; a payload
+   meant for an endpoint this run does not have waits (it is never sent elsewhere);
 4. trim the spool to its count and byte limits and count what was dropped.
 
 No SDK providers, exporters or background threads: nothing is left to flush or shut down
@@ -26,10 +29,9 @@ from typing import TYPE_CHECKING
 from msgspec import Struct, field
 
 from ..config import OtlpSettings
-from ..errors import ConfigError
 from ..models import Report
 from .settings import ExportSettings, as_export_settings, redact_url, resolve_settings
-from .spool import Entry, Spool, SpoolLimits
+from .spool import DropCounts, Entry, Spool, SpoolLimits, destination_id
 
 if TYPE_CHECKING:
     from .transport import Sender
@@ -52,6 +54,7 @@ class ExportResult(Struct):
     delivered_earlier: int = 0  # of which earlier runs' payloads, from the spool
     current_delivered: bool = False  # both of this run's payloads acknowledged
     pending: int = 0  # payloads left in the spool for the next run
+    waiting: int = 0  # of which meant for an endpoint this run does not have
     dropped: int = 0  # dropped by the spool's bounds during this call
     rejected: int = 0  # refused for good by the receiver during this call (and dropped)
     lost: int = 0  # this run's payloads neither delivered nor spooled (spool unusable)
@@ -71,6 +74,8 @@ class ExportResult(Struct):
             f"otlp {self.protocol} {self.endpoint}: {state}, {len(self.delivered)} payload(s) "
             f"delivered ({self.delivered_earlier} from the spool), {self.pending} pending"
         )
+        if self.waiting:
+            line += f" ({self.waiting} for another endpoint)"
         if self.dropped or self.rejected or self.lost:
             line += f", {self.dropped} dropped, {self.rejected} rejected, {self.lost} lost"
         if self.errors:
@@ -90,13 +95,7 @@ def export_report(
     environment); no endpoint: nothing is done. The spool is `state_dir/spool`.
     """
     began = time.monotonic()
-    secrets: list[str] = list(getattr(settings, "headers", {}).values())
-    try:
-        resolved = as_export_settings(settings)
-    except ConfigError as exc:
-        from .transport import scrub
-
-        return ExportResult(enabled=True, errors=[scrub(str(exc), secrets)])
+    resolved = as_export_settings(settings)
     secrets = resolved.secrets()
     if not resolved.endpoint:
         return ExportResult(enabled=False)
@@ -108,10 +107,10 @@ def export_report(
         protocol=resolved.protocol,
         spool_dir=str(state_dir / SPOOL_DIR),
     )
+    if resolved is not settings:  # settings of a file alone: no CLI to have told these
+        result.errors.extend(resolved.warnings)
     try:
         _export(report, resolved, state_dir, began + max(timeout_s, 0.0), result)
-    except ConfigError as exc:
-        result.errors.append(str(exc))
     except Exception as exc:  # an export must never cost the run its report or exit code
         result.errors.append(f"internal error: {type(exc).__name__}: {exc}")
     from .transport import scrub
@@ -170,7 +169,8 @@ def _export(
     if spool is not None:
         try:
             for item in current:
-                item.entry = spool.put(item.kind, bodies[item.kind], payloads.run_time_ns)
+                where = settings.signals[item.kind].target.destination(item.kind)
+                item.entry = spool.put(item.kind, where, bodies[item.kind], payloads.run_time_ns)
         except OSError as exc:
             result.errors.append(f"spool {result.spool_dir} not writable: {exc.strerror or exc}")
             for item in current:
@@ -189,27 +189,66 @@ def _export(
     wait = min(_LOCK_WAIT_S, max(deadline - time.monotonic(), 0.0) / 4)
     with spool.locked(wait) as held:
         if held:
-            expired = spool.expire(time.time())
-            names = {item.entry.name for item in current if item.entry is not None}
-            # a kind no longer exported (its endpoint gone) stays spooled, within the bounds
-            queue = [
-                _Item(e.kind, e.name in names, e)
-                for e in spool.pending()
-                if e.kind in settings.signals
-            ]
-            _send(queue, spool, settings, deadline, result)
-            result.current_delivered = sum(i.delivered for i in queue if i.current) == len(current)
-            trimmed = spool.trim()
-            counts = spool.add_counts(expired + trimmed, result.rejected)
-            result.dropped = len(expired) + len(trimmed)
+            counts = _drain_spool(spool, current, settings, deadline, result)
         else:
             result.errors.append("another sitscheck run holds the spool: nothing sent")
             counts = spool.counts()
     result.dropped_total = counts.payloads
     result.rejected_total = counts.rejected
-    result.pending = len(spool.pending())
-    if result.dropped:
-        result.errors.append(f"spool bounds dropped {result.dropped} payload(s)")
+    mine = _destinations(settings)
+    left = spool.pending()
+    result.pending = len(left)
+    result.waiting = sum(1 for e in left if mine.get(e.destination) != e.kind)
+
+
+def _destinations(settings: ExportSettings) -> dict[str, str]:
+    """This run's destinations (their ids) and the signal each one takes."""
+    return {
+        destination_id(signal.target.destination(kind)): kind
+        for kind, signal in settings.signals.items()
+    }
+
+
+def _drain_spool(
+    spool: Spool,
+    current: list[_Item],
+    settings: ExportSettings,
+    deadline: float,
+    result: ExportResult,
+) -> DropCounts:
+    """Holding the lock: drop what is too old (or names no destination), send what goes to
+    this run's endpoints, trim to the bounds; the drop counts after it."""
+    expired = spool.expire(time.time())
+    earlier = spool.earlier_format()
+    for entry in earlier:
+        spool.remove(entry)
+    if earlier:
+        result.errors.append(
+            f"{len(earlier)} payload(s) spooled by an earlier version, which did not record "
+            "their endpoint, dropped unsent"
+        )
+    mine = _destinations(settings)
+    names = {item.entry.name for item in current if item.entry is not None}
+    queue = [
+        _Item(e.kind, e.name in names, e)
+        for e in spool.pending()
+        if mine.get(e.destination) == e.kind
+    ]
+    _send(queue, spool, settings, deadline, result)
+    result.current_delivered = sum(i.delivered for i in queue if i.current) == len(current)
+    trimmed = spool.trim()
+    bounded = expired + trimmed
+    result.dropped = len(bounded) + len(earlier)
+    if bounded:
+        elsewhere = {
+            redact_url(spool.destination(e.destination) or f"id {e.destination}")
+            for e in bounded
+            if mine.get(e.destination) != e.kind
+        }
+        note = f" (meant for {', '.join(sorted(elsewhere))})" if elsewhere else ""
+        result.errors.append(f"spool bounds dropped {len(bounded)} payload(s){note}")
+    spool.forget_destinations()
+    return spool.add_counts(bounded + earlier, result.rejected)
 
 
 def _send(

@@ -6,9 +6,11 @@ payload the run made (same trace and span ids, same timestamps).
 Trace: root span `sitscheck.run` (from `started_at`, for `duration_s`) with the run's status,
 profile, host and counts as attributes and one `sitscheck.verdict` event per rule verdict;
 a child span `check <name>` per check (its status, layer, duration, error), each finding a
-`sitscheck.finding` event on it. The OTel span status is ERROR only for a check that could
-not run (it has an `error`: crashed, timed out, failed to load), and on the root when any
-check could not run; a critical finding is `sitscheck.status=critical`, not an ERROR span.
+`sitscheck.finding` event on it. The OTel span status: ERROR on the root when the run is
+critical (its message the headline: a backend's error view shows the broken node) or when a
+check could not run; ERROR on a check's span only when that check could not run (it has an
+`error`: crashed, timed out, failed to load), its critical findings being
+`sitscheck.check.status=critical`; UNSET everywhere else.
 
 Metrics: every metric of every check, one data point per run (per GPU for a per-GPU metric,
 as the check labels it), by the hardware semantic conventions (`semconv.py`: names,
@@ -232,7 +234,6 @@ def run_spans(report: Report, resource: Attrs, trace_id: bytes | None = None) ->
     end = start + _seconds_ns(report.duration_s)
     root = _context(trace_id, secrets.token_bytes(8))
     sdk_resource, scope = _resource(resource), _scope()
-    errored = [c.name for c in report.checks if c.error is not None]
     spans = [
         ReadableSpan(
             name="sitscheck.run",
@@ -241,9 +242,7 @@ def run_spans(report: Report, resource: Attrs, trace_id: bytes | None = None) ->
             attributes=_kept(_run_attrs(report)),
             events=[_verdict_event(v, end, inventory) for v in report.verdicts],
             kind=SpanKind.INTERNAL,
-            status=_status(
-                f"{len(errored)} check(s) could not run: {', '.join(errored)}" if errored else None
-            ),
+            status=_status(_run_error(report)),
             start_time=start,
             end_time=end,
             instrumentation_scope=scope,
@@ -269,6 +268,16 @@ def run_spans(report: Report, resource: Attrs, trace_id: bytes | None = None) ->
             )
         )
     return spans
+
+
+def _run_error(report: Report) -> str | None:
+    """The root span's error: the headline of a critical run, and the checks that could not
+    run; None when neither."""
+    errored = [c.name for c in report.checks if c.error is not None]
+    parts = [report.headline] if report.status is Status.CRITICAL else []
+    if errored:
+        parts.append(f"{len(errored)} check(s) could not run: {', '.join(errored)}")
+    return "; ".join(parts) or None
 
 
 def _status(error: str | None) -> SpanStatus:

@@ -7,8 +7,14 @@ that accepted a payload but whose answer never arrived gets it again: at least o
 only promise a plain OTLP receiver allows; span and trace ids are kept, so a backend sees
 the same spans.)
 
-One file per payload: `<run time UTC>-<kind>-<random>.otlp`, the serialised
+One file per payload: `<run time UTC>-<kind>-<destination id>-<random>.otlp`, the serialised
 `Export{Trace,Metrics}ServiceRequest` exactly as it is sent, written atomically, mode 0640.
+A payload is sent only where it was meant to go: its destination (`Target.destination`: the
+signal's URL, or the gRPC authority and signal; never a header, never a user:password) is
+kept as `<destination id>.destination`, the id being the first 64 bits of its SHA-256. A
+payload whose destination is not configured in a run waits for a run that has it (a one-off
+`sitscheck run --otlp X` beside the daemon must not take the daemon's backlog), within the
+bounds. Files of the earlier format (no destination) are dropped unsent, with a note.
 Bounds: files older than the age limit are dropped before sending; past the count or byte
 limit the oldest are dropped. Every drop is counted in `state.json` (cumulative, with the
 time the count began) and reported. A lock file keeps two runs from sending the same file.
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -37,7 +44,10 @@ SUFFIX = ".otlp"
 STATE_FILE = "state.json"
 LOCK_FILE = ".lock"
 KINDS = ("traces", "metrics")
-_NAME = re.compile(r"^(\d{8}T\d{6}\.\d{6}Z)-(traces|metrics)-([0-9a-f]{8})\.otlp$")
+DESTINATION_SUFFIX = ".destination"
+_STAMP = r"(\d{8}T\d{6}\.\d{6}Z)-(traces|metrics)"
+_NAME = re.compile(rf"^{_STAMP}-([0-9a-f]{{16}})-[0-9a-f]{{8}}\.otlp$")
+_OLD_NAME = re.compile(rf"^{_STAMP}-[0-9a-f]{{8}}\.otlp$")  # before destinations: never sent
 _STALE_TEMP_S = 3600.0
 
 
@@ -50,12 +60,14 @@ class SpoolLimits(Struct, frozen=True):
 
 
 class Entry(Struct, frozen=True):
-    """One spooled payload file: its signal (`kind`), the run time in its name, its size."""
+    """One spooled payload file: its signal (`kind`), the run time in its name, its size, and
+    the id of its destination ("" in a file of the earlier format)."""
 
     path: Path
     kind: str
     run_time: float  # seconds since the epoch, from the file name
     size: int
+    destination: str = ""
 
     @property
     def name(self) -> str:
@@ -84,21 +96,40 @@ class Spool:
         if not (self.directory / STATE_FILE).exists():
             self._save(DropCounts(since=time.time()))  # the counters' start time, kept
 
-    def put(self, kind: str, body: bytes, run_time_ns: int) -> Entry:
-        """Write one payload atomically; its name sorts by run time (to the microsecond)."""
+    def put(self, kind: str, destination: str, body: bytes, run_time_ns: int) -> Entry:
+        """Write one payload for `destination` atomically (its destination's record first);
+        its name sorts by run time (to the microsecond)."""
         moment = datetime.fromtimestamp(run_time_ns // 10**9, timezone.utc).replace(
             microsecond=(run_time_ns // 1000) % 10**6
         )
-        name = f"{moment.strftime('%Y%m%dT%H%M%S.%fZ')}-{kind}-{secrets.token_hex(4)}{SUFFIX}"
-        path = self.directory / name
+        ident = destination_id(destination)
+        record = self.directory / f"{ident}{DESTINATION_SUFFIX}"
+        if self.destination(ident) != destination:
+            _write_atomic(record, destination.encode("utf-8"))
+        stamp = moment.strftime("%Y%m%dT%H%M%S.%fZ")
+        path = self.directory / f"{stamp}-{kind}-{ident}-{secrets.token_hex(4)}{SUFFIX}"
         _write_atomic(path, body)
-        return Entry(path, kind, moment.timestamp(), len(body))
+        return Entry(path, kind, moment.timestamp(), len(body), ident)
+
+    def destination(self, ident: str) -> str | None:
+        """The destination a payload's id stands for; None when its record is gone."""
+        try:
+            return (self.directory / f"{ident}{DESTINATION_SUFFIX}").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
 
     def pending(self) -> list[Entry]:
         """Spooled payloads, oldest first."""
+        return self._entries(_NAME)
+
+    def earlier_format(self) -> list[Entry]:
+        """Payloads an earlier version spooled without their destination: never sent."""
+        return self._entries(_OLD_NAME)
+
+    def _entries(self, pattern: re.Pattern[str]) -> list[Entry]:
         entries = []
         for path in self.directory.iterdir():
-            match = _NAME.match(path.name)
+            match = pattern.match(path.name)
             if match is None:
                 continue
             try:
@@ -107,7 +138,8 @@ class Spool:
                 continue
             stamp = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S.%fZ")
             run_time = stamp.replace(tzinfo=timezone.utc).timestamp()
-            entries.append(Entry(path, match.group(2), run_time, size))
+            ident = match.group(3) if pattern.groups >= 3 else ""
+            entries.append(Entry(path, match.group(2), run_time, size, ident))
         return sorted(entries, key=lambda e: e.name)
 
     def read(self, entry: Entry) -> bytes:
@@ -129,6 +161,14 @@ class Spool:
                 if now - path.stat().st_mtime > _STALE_TEMP_S:
                     path.unlink()
         return dropped
+
+    def forget_destinations(self) -> None:
+        """Remove the records of destinations no spooled payload names any more."""
+        wanted = {entry.destination for entry in self.pending()}
+        for path in self.directory.glob(f"*{DESTINATION_SUFFIX}"):
+            if path.name.removesuffix(DESTINATION_SUFFIX) not in wanted:
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     def trim(self) -> list[Entry]:
         """Drop the oldest payloads until the count and byte limits hold."""
@@ -195,6 +235,11 @@ class Spool:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+
+def destination_id(destination: str) -> str:
+    """A destination's id in file names: 16 hex digits of its SHA-256."""
+    return hashlib.sha256(destination.encode("utf-8")).hexdigest()[:16]
 
 
 def _write_atomic(path: Path, body: bytes) -> None:

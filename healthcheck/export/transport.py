@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import gzip
 import ssl
-import threading
 import urllib.error
 import urllib.request
 import zlib
@@ -33,6 +32,8 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from .. import __version__
+from ..sources.files import read_at_most
+from ..threads import CannotStart, start_daemon
 from .settings import GRPC, SignalSettings, redact_url
 
 USER_AGENT = f"sitscheck/{__version__}"
@@ -208,16 +209,17 @@ class HttpSender:
         """POST under `timeout_s` in all: a watchdog also bounds what socket timeouts do not
         (name resolution). A send given up on is reported not sent, so it stays spooled."""
         outcome: list[SendResult] = []
-        worker = threading.Thread(
-            target=lambda: outcome.append(self._post(kind, body, timeout_s)),
-            name="sitscheck-otlp-http",
-            daemon=True,
-        )
-        worker.start()
+        where = redact_url(self.target.url)
+        try:
+            worker = start_daemon(
+                lambda: outcome.append(self._post(kind, body, timeout_s)),
+                name="sitscheck-otlp-http",
+            )
+        except CannotStart as exc:  # not sent: it stays spooled for the next run
+            return SendResult(Outcome.ENDPOINT_DOWN, f"{where}: not sent: {exc}")
         worker.join(timeout_s + _WATCHDOG_GRACE_S)
         if outcome:
             return outcome[0]
-        where = redact_url(self.target.url)
         return SendResult(Outcome.ENDPOINT_DOWN, f"{where}: no answer within {timeout_s:.1f}s")
 
     def _post(self, kind: str, body: bytes, timeout_s: float) -> SendResult:
@@ -227,7 +229,7 @@ class HttpSender:
         where = redact_url(url)
         try:
             with self.opener.open(request, timeout=timeout_s) as response:
-                answer = response.read(_MAX_RESPONSE)
+                answer = read_at_most(response, _MAX_RESPONSE)
         except urllib.error.HTTPError as exc:
             exc.close()
             text = scrub(f"HTTP {exc.code} from {where}", self.secrets)

@@ -8,5 +8,6 @@ record shape per GPU, and the helpers every GPU check uses to judge it.
 - `fleet`: the fleet from the best evidence the sources hold (read once per run).
 - `judging`: what the GPU checks share (`FleetCheck`, `judge_each`, `collect_with`).
 - `notes`: grouping per-GPU not-judged notes.
+- `resolve`: each GPU's identity completed from sysfs and the last known inventory (a lost GPU).
 - `identity`: which GPUs the node has (index, bus id) for checks that map evidence onto them.
 """

@@ -10,6 +10,8 @@ SMI = "nvidia-smi"  # --query-gpu CSV and dmon rows
 SMI_Q = "nvidia-smi -q"
 SMI_L = "nvidia-smi -L"
 SYSFS = "sysfs"
+# identities only, filled where no source of this run has them (`resolve`): the daemon's state
+LAST_KNOWN = "last known inventory"
 # Which source wins where two give a reading of one value (the NVML snapshot is one session
 # read under deadlines; the CSV is what was asked for by name; -q is the full text; -L lists).
 PRECEDENCE = (NVML, SMI, SMI_Q, SMI_L, SYSFS)
@@ -20,6 +22,7 @@ SOURCE_NAMES: Mapping[str, str] = {
     SMI_Q: "nvidia-smi -q",
     SMI_L: "nvidia-smi -L",
     SYSFS: "sysfs",
+    LAST_KNOWN: "last known inventory",
 }
 
 

@@ -1,7 +1,8 @@
 """The GPU fleet from all the evidence the sources hold, fused (`fusion`): the NVML snapshot,
-nvidia-smi's `--query-gpu` CSV and `dmon`, `nvidia-smi -q`, `nvidia-smi -L`, and sysfs for
-the PCI device id of a lost GPU. Read once per run (the sources' memo) and shared by every
-check that asks.
+nvidia-smi's `--query-gpu` CSV and `dmon`, `nvidia-smi -q`, `nvidia-smi -L`; then each GPU's
+identity completed (`resolve`) from sysfs and the last known inventory, for a lost GPU the
+outputs no longer name. Read once per run (the sources' memo) and shared by every check
+that asks.
 
 A replayed bundle gives everything it holds. A live node is read as cheaply as it can be: the
 NVML snapshot and `nvidia-smi -L` (which the driver check compares it with); the CSV, dmon and
@@ -11,19 +12,19 @@ are not started (a wedged driver hangs them all), and the reason says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from msgspec import structs
 
 from ..sources import artifacts as names
 from ..sources.base import Artifact, Sources
-from ..sources.pci import device_path
-from .calls import NVML, SYSFS
+from .calls import NVML
 from .from_csv import from_smi
 from .from_list import from_list
 from .from_query_q import from_query_q
 from .fusion import merge
+from .resolve import resolve
 from .view import GpuFleet, GpuView
 
 
@@ -74,12 +75,8 @@ def _load(sources: Sources) -> GpuFleet | str:
             fleets.append(adapter(output.text, output.ref))
     fleet = merge(fleets)
     problems.extend(fleet.problems)
-    fleet = structs.replace(
-        fleet,
-        problems=tuple(problems),
-        missing=missing,
-        unread=unread,
-        gpus=_lost_ids(sources, fleet),
+    fleet = resolve(
+        sources, structs.replace(fleet, problems=tuple(problems), missing=missing, unread=unread)
     )
     if not fleet.gpus:  # outputs there, but no GPU could be read from them: not healthy
         return "no GPU readings: " + "; ".join(
@@ -99,36 +96,6 @@ def _read(sources: Sources, wanted: list[str]) -> dict[str, Artifact]:
         if output.timed_out:  # live only: a replayed artifact never times out
             hung = f"an earlier nvidia-smi command timed out ({output.ref})"
     return outputs
-
-
-def _lost_ids(sources: Sources, fleet: GpuFleet) -> tuple[GpuView, ...]:
-    """A lost GPU's PCI device id from sysfs, where its bus id is known and sysfs has it (the
-    device's folder outlives its falling off the bus): the profile is chosen by it."""
-    return tuple(_with_sysfs_id(sources, view) for view in fleet.gpus)
-
-
-def _with_sysfs_id(sources: Sources, view: GpuView) -> GpuView:
-    if view.lost is None or view.data.get("pci_device_id") or not view.pci_bus_id:
-        return view
-    folder = device_path(sources.sysfs, view.pci_bus_id)
-    if folder is None:
-        return view
-    read: Callable[[str], str | None] = sources.sysfs.read_text
-    device, vendor = read(f"{folder}/device"), read(f"{folder}/vendor")
-    if not device or not vendor:
-        return view
-    pci_id = f"{_hex4(device)}{_hex4(vendor)}"
-    if len(pci_id) != 8:
-        return view
-    data: dict[str, Any] = {**view.data, "pci_device_id": pci_id}
-    data["sources"] = {**view.sources, "pci_device_id": SYSFS}
-    refs = {**view.refs, SYSFS: f"{sources.sysfs.root}/{folder}/device"}
-    return structs.replace(view, data=data, refs=refs)
-
-
-def _hex4(text: str) -> str:
-    value = text.strip().lower().removeprefix("0x")
-    return value if len(value) == 4 and all(c in "0123456789abcdef" for c in value) else ""
 
 
 def from_snapshot(snapshot: Mapping[str, Any], ref: str) -> GpuFleet:

@@ -160,13 +160,13 @@ def _rank(fleet: GpuFleet) -> int:
 
 
 def _find(entries: list[_Entry], view: GpuView, fleet: GpuFleet) -> _Entry | None:
-    bus, uuid = view.pci_bus_id, _low(view.uuid)
+    bus, uuid = view.pci_bus_id, folded(view.uuid)
     if bus:
         found = next((e for e in entries if e.data.get("pci_bus_id") == bus), None)
         if found is not None:
             return found
     if uuid:
-        found = next((e for e in entries if _low(e.data.get("uuid")) == uuid), None)
+        found = next((e for e in entries if folded(e.data.get("uuid")) == uuid), None)
         if found is not None:
             return found
     if not fleet.indexed:
@@ -182,7 +182,8 @@ def _find(entries: list[_Entry], view: GpuView, fleet: GpuFleet) -> _Entry | Non
     return None
 
 
-def _low(value: Any) -> str | None:
+def folded(value: Any) -> str | None:
+    """A text stripped and in lower case (None for no text): how two ids are compared."""
     return value.strip().lower() if isinstance(value, str) and value.strip() else None
 
 

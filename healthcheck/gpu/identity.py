@@ -1,8 +1,9 @@
 """Which GPUs this node has, by index and bus id, from the best evidence at hand.
 
 Shared by every check that maps evidence (kernel-log events, sysfs ports) onto GPUs:
-the GPU views (`fleet.load`: the NVML snapshot, else nvidia-smi's CSV/dmon), else the
-NVIDIA devices found in sysfs.
+the GPU views (`fleet.load`: every GPU output fused, each GPU's identity completed by
+`resolve`, so a lost GPU keeps the bus id and model sysfs or the last known inventory give
+it, and an Xid naming its bus id names it), else the NVIDIA devices found in sysfs.
 Computed once per run through the sources' memo. When the list is sysfs's because a command
 the GPU views waited on did not answer (a hung `nvidia-smi`, killed at its deadline),
 `gpu_list_notes` says so, naming the command, for every check that used the list.

@@ -244,6 +244,8 @@ class GpuFleet(Struct, frozen=True):
     # of those, the outputs that failed (a command's error, a file that could not be read):
     # what the GPUs' readings from the other outputs lack is then said with its cause
     unread: tuple[str, ...] = field(default_factory=tuple)
+    # an earlier identity not carried over to a GPU, and why (`resolve`; the driver check's)
+    identity_notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def has_readings(self) -> bool:

@@ -11,12 +11,12 @@ requires. A verdict that could not be judged (unknown) changes no check's status
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from .. import __version__
 from ..models import CheckResult, Report, Status, Verdict, worst
+from ..sources.hostname import node_name
 
 _FIRED = (Status.WARNING, Status.CRITICAL)
 
@@ -113,7 +113,7 @@ def build_report(
     status = overall_status(results, linked)
     return Report(
         sitscheck_version=__version__,
-        host=host or socket.gethostname(),
+        host=host or node_name(),
         started_at=started_at.isoformat(timespec="seconds"),
         duration_s=round(duration_s, 3),
         status=status,

@@ -18,6 +18,7 @@ from msgspec import Struct, field
 from ..contract.declarations import CodeSpec, declaration_of
 from ..engine.model import Rule, RuleSet
 from ..errors import ConfigError
+from ..printable import printable
 
 WIDTH = 100
 LABEL = 14
@@ -68,10 +69,12 @@ def explain(code: str, ruleset: RuleSet, checks: Sequence[Any] = ()) -> Explanat
 
 
 def render(explanation: Explanation) -> str:
+    """The explanation as text, every line made printable: a site's rule file (its id, its
+    message, its CEL) is text from a file, shown, never obeyed by the terminal."""
     lines = [explanation.title]
     for label, value in explanation.rows:
         lines.extend(_wrapped(label, value))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def explain_text(code: str, ruleset: RuleSet, checks: Sequence[Any] = ()) -> str:
@@ -93,6 +96,7 @@ def _rule(rule: Rule, ruleset: RuleSet, checks: Sequence[Any]) -> Explanation:
         ),
         ("scope", "each GPU" if rule.scope == "gpu" else "the node"),
         ("source", (rule.source or "-").strip()),
+        ("file", f"{rule.file}:{rule.line}"),
     ]
     needed, reads = _reads(rule)
     said = {c.name: declaration_of(c).evidence.summary for c in checks if hasattr(c, "collect")}

@@ -26,21 +26,28 @@ from typing import TextIO
 from ..sources.scope import current_scope
 
 REPORT_FILE_MODE = 0o640
+REPORT_FOLDER_MODE = 0o750
 # How long a write in place may wait on its reader when no deadline owns it.
 IN_PLACE_WRITE_S = 10.0
 
 
 def write_atomic(
-    path: Path, text: str, mode: int = REPORT_FILE_MODE, deadline: float | None = None
+    path: Path,
+    text: str,
+    mode: int = REPORT_FILE_MODE,
+    deadline: float | None = None,
+    folder_mode: int = REPORT_FOLDER_MODE,
 ) -> None:
     """Write a regular file by rename, so readers never see half a report; a path that is not
     a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written to in place, never replaced,
-    and never past `deadline` (monotonic seconds; see the module's note)."""
+    and never past `deadline` (monotonic seconds; see the module's note). Folders it creates
+    get `folder_mode` whatever the umask (a file another user reads needs folders it can
+    enter)."""
     if path.exists() and not path.is_file():
         _refuse_foreign_link(path)
         write_in_place(path, text.encode("utf-8"), _in_place_deadline(deadline))
         return
-    _make_folders(path.parent)
+    _make_folders(path.parent, folder_mode)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -164,9 +171,9 @@ def with_suppressed_unlink(path: str) -> None:
         pass
 
 
-def _make_folders(folder: Path) -> None:
-    """Create missing folders one level at a time, each 0750 whatever the umask."""
+def _make_folders(folder: Path, mode: int) -> None:
+    """Create missing folders one level at a time, each `mode` whatever the umask."""
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     for level in reversed(missing):
         level.mkdir(exist_ok=True)
-        os.chmod(level, 0o750)
+        os.chmod(level, mode)

@@ -9,18 +9,18 @@ One `<testsuite name="sitscheck.checks">` with one `<testcase>` per check, and o
 - skipped → `<skipped message="why">`.
 
 The run's context (host, status, version, profile, bundle, headline) is in `<properties>`.
-Text from the node (kernel-log excerpts) is stripped of characters XML 1.0 cannot hold.
+Every text and attribute is made printable (`sitscheck.printable`, newlines kept in texts):
+text from the node (kernel-log excerpts, messages) can hold characters XML 1.0 cannot hold
+(ESC, NUL) or that a CI page would obey (a CR, bidi controls); they are shown escaped.
 """
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
 from ..models import CheckResult, Finding, Report, Status, Verdict
+from ..printable import printable, printable_text
 from .table import finding_details
-
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def render_junit(report: Report, verbose: bool = False) -> str:
@@ -45,7 +45,7 @@ def _suite(root: ET.Element, name: str, report: Report) -> ET.Element:
         root,
         "testsuite",
         name=name,
-        hostname=_clean(report.host),
+        hostname=printable(report.host),
         timestamp=report.started_at,
         time=_seconds(report.duration_s),
     )
@@ -59,7 +59,7 @@ def _suite(root: ET.Element, name: str, report: Report) -> ET.Element:
         ("bundle", report.bundle),
     ):
         if value is not None:
-            ET.SubElement(props, "property", name=key, value=_clean(value))
+            ET.SubElement(props, "property", name=key, value=printable(value))
     return suite
 
 
@@ -68,16 +68,16 @@ def _check_case(suite: ET.Element, check: CheckResult, verbose: bool) -> None:
         suite,
         "testcase",
         classname=f"sitscheck.checks.{check.layer.value}",
-        name=check.name,
+        name=printable(check.name),
         time=_seconds(check.duration_s),
     )
     if check.status == Status.SKIPPED:
-        ET.SubElement(case, "skipped", message=_clean(check.skip_reason or "skipped"))
+        ET.SubElement(case, "skipped", message=printable_text(check.skip_reason or "skipped"))
         return
     if check.status == Status.UNKNOWN:
         reason = check.error or "; ".join(check.not_judged) or "health could not be established"
-        error = ET.SubElement(case, "error", type="unknown", message=_clean(reason))
-        error.text = _clean(_findings_text(check.findings, verbose) or reason)
+        error = ET.SubElement(case, "error", type="unknown", message=printable_text(reason))
+        error.text = printable_text(_findings_text(check.findings, verbose) or reason)
         return
     if check.status in (Status.WARNING, Status.CRITICAL):
         problems = [f for f in check.findings if f.severity.as_status() == check.status]
@@ -85,15 +85,15 @@ def _check_case(suite: ET.Element, check: CheckResult, verbose: bool) -> None:
             case,
             "failure",
             type=check.status.value,
-            message=_clean(_one_line(problems[0]) if problems else check.status.value),
+            message=printable_text(_one_line(problems[0]) if problems else check.status.value),
         )
-        failure.text = _clean(_findings_text(check.findings, verbose))
+        failure.text = printable_text(_findings_text(check.findings, verbose))
     if check.not_judged or (check.status == Status.OK and check.findings):
         out = ET.SubElement(case, "system-out")
         lines = [f"not judged: {note}" for note in check.not_judged]
         if check.status == Status.OK:
             lines.append(_findings_text(check.findings, verbose))
-        out.text = _clean("\n".join(line for line in lines if line))
+        out.text = printable_text("\n".join(line for line in lines if line))
 
 
 def _verdict_case(suite: ET.Element, verdict: Verdict) -> None:
@@ -101,25 +101,25 @@ def _verdict_case(suite: ET.Element, verdict: Verdict) -> None:
     if verdict.device is not None and verdict.device.index is not None:
         name = f"{verdict.rule}[gpu{verdict.device.index}]"
     case = ET.SubElement(
-        suite, "testcase", classname=f"sitscheck.rules.{verdict.layer.value}", name=name
+        suite, "testcase", classname=f"sitscheck.rules.{verdict.layer.value}", name=printable(name)
     )
     if verdict.status == Status.SKIPPED:
-        ET.SubElement(case, "skipped", message=_clean(verdict.reason or "skipped"))
+        ET.SubElement(case, "skipped", message=printable_text(verdict.reason or "skipped"))
     elif verdict.status == Status.UNKNOWN:
         error = ET.SubElement(
-            case, "error", type="unknown", message=_clean(verdict.reason or "not judged")
+            case, "error", type="unknown", message=printable_text(verdict.reason or "not judged")
         )
-        error.text = _clean(verdict.message)
+        error.text = printable_text(verdict.message)
     elif verdict.status in (Status.WARNING, Status.CRITICAL):
         failure = ET.SubElement(
-            case, "failure", type=verdict.status.value, message=_clean(verdict.message)
+            case, "failure", type=verdict.status.value, message=printable_text(verdict.message)
         )
         lines = [verdict.message]
         if verdict.action:
             lines.append(f"action: {verdict.action}")
         if verdict.explained_by:
             lines.append(f"explained by: {', '.join(verdict.explained_by)}")
-        failure.text = _clean("\n".join(lines))
+        failure.text = printable_text("\n".join(lines))
 
 
 def _findings_text(findings: list[Finding], verbose: bool) -> str:
@@ -154,7 +154,3 @@ def _count(element: ET.Element, suites: list[ET.Element] | None = None) -> None:
 
 def _seconds(value: float) -> str:
     return f"{value:.3f}"
-
-
-def _clean(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)

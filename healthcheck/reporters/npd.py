@@ -17,6 +17,7 @@ from __future__ import annotations
 import unicodedata
 
 from ..models import Finding, Layer, Report, Status, Verdict
+from ..printable import printable
 
 NPD_MAX_BYTES = 80
 NPD_OK, NPD_PROBLEM, NPD_UNKNOWN = 0, 1, 2
@@ -105,10 +106,13 @@ def _finding_text(finding: Finding) -> str:
 
 
 def fit(text: str, limit: int = NPD_MAX_BYTES) -> str:
-    """One line of printable ASCII, at most `limit` bytes ("..." marks a cut)."""
-    plain = "".join(_ASCII.get(ch, ch) for ch in text)
+    """One line of printable ASCII, at most `limit` bytes ("..." marks a cut): whitespace (a
+    newline, a tab) is one space, any other character that is not printable is shown escaped
+    (`sitscheck.printable`), the rest folded to ASCII."""
+    plain = printable(" ".join(text.split()))
+    plain = "".join(_ASCII.get(ch, ch) for ch in plain)
     plain = unicodedata.normalize("NFKD", plain).encode("ascii", "ignore").decode("ascii")
-    plain = " ".join("".join(ch if ch.isprintable() else " " for ch in plain).split())
+    plain = " ".join(plain.split())
     if len(plain) <= limit:
         return plain
     return plain[: limit - 3].rstrip() + "..."

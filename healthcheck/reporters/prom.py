@@ -2,7 +2,8 @@
 
 `--output prom=DIR` writes `DIR/sitscheck.prom` atomically (a temporary file that does not
 end in `.prom`, renamed), so node_exporter never reads half a file. The file must be readable
-by node_exporter's user: write it with `PROM_FILE_MODE` (0644). No sample carries a
+by node_exporter's user (`prometheus`, not root): it is written `PROM_FILE_MODE` (0644), and
+the folders made for it `PROM_FOLDER_MODE` (0755), whatever the umask. No sample carries a
 timestamp (the textfile collector refuses them).
 
 `promtool check metrics` finds nothing to say of the file: base units (`_seconds`, `_hertz`,
@@ -10,20 +11,28 @@ timestamp (the textfile collector refuses them).
 label.
 
 One label scheme: a series about a GPU carries dcgm-exporter's join labels as it spells them,
-`gpu` (index), `UUID` and `pci_bus_id` (`00000000:3B:00.0`), so dashboards join it with
-DCGM_FI_* series, and the model as `model_name`: dcgm-exporter's `modelName` is the one label
+`gpu` (index), `UUID`, `pci_bus_id` (`00000000:3B:00.0`) and `Hostname` (the node's host
+name, `Report.hostname`: a replay's from the bundle's meta.json), so queries join it with
+DCGM_FI_* series (`on(Hostname, UUID)`: `instance` differs, node_exporter's target is not
+dcgm-exporter's), and the model as `model_name`: dcgm-exporter's `modelName` is the one label
 promtool refuses (camelCase), and a model is no join key (a recording rule can copy it:
-`label_replace(m, "modelName", "$1", "model_name", "(.*)")`). A series about another PCI
-device carries `pci_bus_id`; a label that does not apply is left out, never empty.
+`label_replace(m, "modelName", "$1", "model_name", "(.*)")`). A lost GPU keeps every label it
+had while it answered, from whichever source still knew it (`gpu.resolve`: the GPU outputs,
+sysfs, the daemon's last known inventory), so alerts and silences keyed on `UUID` follow it.
+A series about another PCI device carries `pci_bus_id` and `Hostname`; a label that does not
+apply, or that nothing knew, is left out, never empty.
+Label values and help texts are made printable (`sitscheck.printable`): a GPU name or a code
+read from a node carries no control or bidi character into the file, a dashboard or a terminal.
 
 Series (all gauges unless said):
 - `sitscheck_run_status{status}` 1 for the run's status, 0 for the others (a state set), and
   `sitscheck_run_exit_code`; `sitscheck_run_duration_seconds`;
   `sitscheck_last_run_timestamp_seconds` (Unix time the run started); `sitscheck_info{...}` 1.
-- `sitscheck_gpu_health_status{gpu,UUID,pci_bus_id,model_name}` per GPU of the inventory, like
-  dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS: 0 ok, 1 warning, 2 critical, 3 unknown (the
-  worst finding or verdict naming it, as exit codes); `sitscheck_gpu_predicted_failure` 1
-  where a row remap (or page retirement) is pending: a reset is due.
+- `sitscheck_gpu_health_status{gpu,UUID,pci_bus_id,model_name,Hostname}` per GPU of the
+  inventory, like dcgm-exporter's DCGM_EXP_GPU_HEALTH_STATUS: 0 ok, 1 warning, 2 critical,
+  3 unknown (the worst finding or verdict naming it, as exit codes);
+  `sitscheck_gpu_predicted_failure` 1 where a row remap (or page retirement) is pending: a
+  reset is due.
 - `sitscheck_check_status{check,status}` state set per check; `sitscheck_check_duration_seconds`;
   `sitscheck_check_findings{check,severity}`.
 - `sitscheck_rule_status{rule,status,...GPU labels}` state set per verdict.
@@ -51,9 +60,11 @@ from msgspec import Struct, field
 from ..export.inventory import Gpu, Inventory, gpu_health
 from ..export.semconv import COUNTER, otel_point
 from ..models import Device, Report, Severity, Status
+from ..printable import printable
 from .files import write_atomic
 
 PROM_FILE_MODE = 0o644
+PROM_FOLDER_MODE = 0o755
 PROM_FILE = "sitscheck.prom"
 _STATUSES = (Status.OK, Status.WARNING, Status.CRITICAL, Status.UNKNOWN, Status.SKIPPED)
 # unit -> (Prometheus base-unit word, factor to the base unit)
@@ -151,7 +162,7 @@ class _Exposition:
 
 def render_prom(report: Report, verbose: bool = False) -> str:
     exp = _Exposition()
-    gpus = _GpuLabels(Inventory.of(report))
+    gpus = _GpuLabels(Inventory.of(report), report.hostname)
     _run(exp, report)
     _gpu_health(exp, report, gpus)
     _checks(exp, report)
@@ -167,7 +178,8 @@ def write_prom(report: Report, target: str, verbose: bool = False) -> str:
     path = Path(target)
     if path.suffix != ".prom":
         path = path / PROM_FILE
-    write_atomic(path, render_prom(report, verbose), mode=PROM_FILE_MODE)
+    text = render_prom(report, verbose)
+    write_atomic(path, text, mode=PROM_FILE_MODE, folder_mode=PROM_FOLDER_MODE)
     return str(path)
 
 
@@ -206,10 +218,11 @@ def _run(exp: _Exposition, report: Report) -> None:
 
 
 class _GpuLabels:
-    """dcgm-exporter's labels for the GPUs of the inventory."""
+    """dcgm-exporter's labels for the GPUs of the inventory, and the node's `Hostname`."""
 
-    def __init__(self, inventory: Inventory) -> None:
+    def __init__(self, inventory: Inventory, hostname: str | None) -> None:
         self.inventory = inventory
+        self.hostname = hostname
 
     def of_gpu(self, gpu: Gpu) -> dict[str, str]:
         return _present(
@@ -218,6 +231,7 @@ class _GpuLabels:
                 "UUID": gpu.uuid,
                 "pci_bus_id": dcgm_bus_id(gpu.pci_bus_id),
                 "model_name": gpu.model,
+                "Hostname": self.hostname,
             }
         )
 
@@ -229,13 +243,19 @@ class _GpuLabels:
             gpu = Gpu(device.index, None, device.pci_bus_id, device.name, None)
         if gpu is not None:
             return self.of_gpu(gpu)
-        return _present({"pci_bus_id": dcgm_bus_id(device.pci_bus_id)})
+        return self._other(device.pci_bus_id)
 
     def of_labels(self, labels: dict[str, str]) -> dict[str, str]:
         gpu, other_bus = self.inventory.locate(labels)
         if gpu is not None:
             return self.of_gpu(gpu)
-        return _present({"pci_bus_id": dcgm_bus_id(other_bus)})
+        return self._other(other_bus)
+
+    def _other(self, bus: str | None) -> dict[str, str]:
+        """Another PCI device (a port, a switch, a NIC): its bus id, on this host."""
+        if not bus:
+            return {}
+        return _present({"pci_bus_id": dcgm_bus_id(bus), "Hostname": self.hostname})
 
 
 def dcgm_bus_id(bus: str | None) -> str | None:
@@ -428,11 +448,12 @@ def _labels(labels: dict[str, str]) -> str:
 
 
 def _escape_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value as the exposition format writes it (a newline is already shown `\\n`)."""
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return printable(text).replace("\\", "\\\\")
 
 
 def _value(value: float) -> str:

@@ -3,6 +3,11 @@
 Order follows the diagnosis: the headline first, then root causes (verdicts that explain
 others) with their symptoms under them, then each check. `verbose` adds evidence and facts
 counts; the report never hides a check that could not run.
+
+Every line is made printable (`sitscheck.printable`) as it is shown: messages, "Last:" texts,
+evidence excerpts and bundle paths come from the node's logs and files, and a raw escape
+sequence, carriage return or bidi control in them could rewrite what the terminal shows. On a
+terminal each cell is plain text too (rich never reads a log line's brackets as markup).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import io
 from typing import NamedTuple
 
 from ..models import CheckResult, Device, Finding, Layer, Report, Status, Verdict
+from ..printable import printable, printable_lines
 
 _LAYER_ORDER = {Layer.HARDWARE: 0, Layer.DRIVER: 1, Layer.RUNTIME: 2}
 _MARK = {
@@ -47,7 +53,7 @@ def render_text(report: Report, verbose: bool = False) -> str:
         lines.append("")
         lines.append("not judged:")
         lines.extend(f"  {v.rule}{_on(v)}: {v.reason}" for v in unjudged)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(printable(line) for line in lines).rstrip() + "\n"
 
 
 def render_rich(report: Report, verbose: bool = False, width: int | None = None) -> str:
@@ -57,20 +63,20 @@ def render_rich(report: Report, verbose: bool = False, width: int | None = None)
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=width or terminal_width())
-    console.print(Text(report.headline, style=_STYLE[report.status]))
-    console.print(Text(context(report), style="dim"))
+    console.print(Text(printable(report.headline), style=_STYLE[report.status]))
+    console.print(Text(printable(context(report)), style="dim"))
     for line in _diagnosis_lines(report):
-        console.print(line, markup=False, highlight=False)
+        console.print(Text(printable(line)))
     table = Table(show_header=True, header_style="bold", expand=False)
     for column in ("check", "status", "time", "details"):
         table.add_column(column)
     for check in report.checks:
-        details = "\n".join(line.strip() for line in _check_lines(check, verbose)[1:])
+        details = "\n".join(printable(line.strip()) for line in _check_lines(check, verbose)[1:])
         table.add_row(
-            check.name,
+            Text(printable(check.name)),
             Text(_MARK[check.status], style=_STYLE[check.status]),
             f"{check.duration_s:.2f}s",
-            details,
+            Text(details),
         )
     console.print(table)
     return buffer.getvalue()
@@ -182,8 +188,8 @@ def finding_details(finding: Finding, verbose: bool, indent: str, excerpt_rows: 
         for evidence in finding.evidence:
             ref = f" {evidence.ref}" if evidence.ref else ""
             lines.append(f"{indent}evidence: {evidence.source}{ref}")
-            if evidence.excerpt:
-                rows = evidence.excerpt.splitlines()[:excerpt_rows]
+            if evidence.excerpt:  # rows split at newlines only: a CR is shown, never obeyed
+                rows = printable_lines(evidence.excerpt)[:excerpt_rows]
                 lines.extend(f"{indent}  | {row}" for row in rows)
     return lines
 

@@ -10,15 +10,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from msgspec import Struct
 
 from .files import FileTree
 
+if TYPE_CHECKING:  # the report model (pydantic) loads after a live run's window opens
+    from ..models import KnownGpu
+
 T = TypeVar("T")
 
-DriverState = Literal["present", "absent", "not_loaded"]
+# present: the NVIDIA kernel module is there (its files, or outputs it gave); absent: no module
+# and no nvidia-smi; not_loaded: nvidia-smi but no module; unknown: the evidence neither shows
+# a driver nor says there is none (a bundle without NVIDIA outputs or a recorded word on them)
+DriverState = Literal["present", "absent", "not_loaded", "unknown"]
 
 
 class Artifact(Struct, frozen=True):
@@ -48,10 +54,17 @@ class KernelLogStream(Struct, frozen=True):
 
 
 class DriverProbe(Struct, frozen=True):
-    """Whether the NVIDIA driver is here (present, absent, not loaded), and what says so."""
+    """Whether the NVIDIA driver is here (`DriverState`), and what says so."""
 
     state: DriverState
     detail: str
+
+
+class LastKnown(Struct, frozen=True):
+    """The GPUs an earlier run on this node knew (the daemon's state), and where that is kept."""
+
+    ref: str
+    gpus: tuple[KnownGpu, ...] = ()
 
 
 class Sources(Protocol):
@@ -85,6 +98,10 @@ class Sources(Protocol):
         ...
 
     def meta(self) -> dict[str, Any]: ...
+
+    def last_known(self) -> LastKnown | None:
+        """The GPUs an earlier run on this node knew (a daemon run's state); None otherwise."""
+        ...
 
     def memo(self, key: str, factory: Callable[[], T]) -> T:
         """Evidence derived once per run and shared by checks (e.g. one kernel-log scan)."""

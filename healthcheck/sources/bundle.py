@@ -49,10 +49,13 @@ def opened_bundle(location: str | Path) -> Iterator[Path]:
 
 @contextmanager
 def unpacked_bundle(location: str | Path, deadline: float | None = None) -> Iterator[Unpacked]:
-    """The bundle, a folder as it is or a tarball unpacked until `deadline` (monotonic)."""
+    """The bundle, a folder as it is or a tarball unpacked until `deadline` (monotonic). The
+    folder is its real path, resolved here once: a bundle named by a relative path, through a
+    symlink or unpacked under a symlinked TMPDIR reads as the same folder (its real path) that
+    every confined tree below it (`files.FileTree`) compares its files' real paths with."""
     path = Path(location)
     if path.is_dir():
-        yield Unpacked(path)
+        yield Unpacked(path.resolve())
         return
     try:
         mode = path.stat().st_mode
@@ -64,7 +67,7 @@ def unpacked_bundle(location: str | Path, deadline: float | None = None) -> Iter
         raise BundleError(str(path), "not a directory and not a regular file; refused")
     if not tarfile.is_tarfile(path):
         raise BundleError(str(path), "not a directory and not a tar archive")
-    target = Path(tempfile.mkdtemp(prefix="sitscheck-bundle-"))
+    target = Path(tempfile.mkdtemp(prefix="sitscheck-bundle-")).resolve()
     try:
         unpacked = _unpack(path, target, deadline)
         roots = [p for p in target.iterdir()]

@@ -31,6 +31,7 @@ from . import artifacts as names
 from .bundle_writer import BundleWriter
 from .files import FileTree
 from .live import LiveSources
+from .pci import GPU_DRIVERS, gpu_drivers
 
 
 def collect_bundle(
@@ -74,6 +75,7 @@ def collect_bundle(
         **sources.meta(),
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "missing": summary["missing"],
+        GPU_DRIVERS: gpu_drivers(sources),  # the driver bound to each GPU: sysfs links, not kept
     }
     out.write_text(names.META_JSON, json.dumps(meta, indent=2))
     return summary

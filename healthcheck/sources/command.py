@@ -81,9 +81,23 @@ class CommandResult(Struct, frozen=True):
             left = " (what was left of its deadline)" if self.clamped else ""
             return f"`{self.display}` did not answer within {seconds(budget)}{left}; killed"
         if self.returncode != 0:
-            tail = (self.stderr or self.stdout).strip().splitlines()[-1:] or [""]
-            return f"`{self.display}` exited {self.returncode}: {tail[0][:200]}"
+            said = last_words(self.stderr or self.stdout)
+            return f"`{self.display}` exited {self.returncode}: {said}"
         return None
+
+
+def last_words(output: str, limit: int = 300, most: int = 3) -> str:
+    """The last lines of a failed command's output (at most `most`, within `limit` characters,
+    joined by " / "): a tool's message may span lines (nvidia-smi's "Failed to initialize NVML:
+    Driver/library version mismatch" is followed by the library's version, its missing
+    libnvidia-ml.so message by a hint), and the line that names the failure must be kept."""
+    lines = [line.strip() for line in output.strip().splitlines() if line.strip()][-most:]
+    kept: list[str] = []
+    for line in reversed(lines):
+        if kept and len(line) + sum(len(k) + 3 for k in kept) > limit:
+            break
+        kept.insert(0, line)
+    return " / ".join(kept)[:limit]
 
 
 def seconds(value: float) -> str:

@@ -5,7 +5,8 @@ runs on a daemon worker thread ("lane"); the caller waits at most the deadline. 
 call overran is abandoned (it stays blocked, as a daemon thread, and never holds up
 interpreter exit) and the next call gets a fresh lane. Lanes are reused otherwise, so a
 sampling loop does not pay a thread start per call. The deadline a piece of work owns is its
-`Scope` (`scope.py`).
+`Scope` (`scope.py`). A lane the system refuses (`ulimit -v`) is `CannotStart`: the call is
+not made, and its caller names why (NVML: the reading is an error, never a value).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
 from ..errors import ProbeTimeout
+from ..threads import start_daemon
 
 T = TypeVar("T")
 
@@ -27,8 +29,7 @@ _Job = tuple[Callable[[], Any], "Future[Any]"]
 class _Lane:
     def __init__(self, name: str) -> None:
         self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._work, name=name, daemon=True)
-        self.thread.start()
+        self.thread = start_daemon(self._work, name=name)
 
     def _work(self) -> None:
         while True:

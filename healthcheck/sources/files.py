@@ -21,6 +21,9 @@ MAX_SMALL_FILE = 1024 * 1024
 MAX_LINE = 64 * 1024  # the longest line kept; the rest of it is dropped (a log with no breaks)
 MAX_JSON_DEPTH = 64
 _CHUNK = 1024 * 1024
+# what one read of a capped file asks for: below glibc's mmap threshold (128 KiB), so a small
+# file's read costs no mapping, and a file is held as it grows, never its cap ahead of it
+READ_CHUNK = 64 * 1024
 
 
 class NotRegularFile(OSError):
@@ -82,6 +85,18 @@ def bounded_lines(handle: IO[bytes], limit: int = MAX_LINE) -> Iterator[str]:
         yield _text(tail)
 
 
+def read_at_most(handle: IO[bytes], limit: int) -> bytes:
+    """At most `limit` bytes of `handle`, read `READ_CHUNK` at a time: the memory taken grows
+    with what the file holds. One `handle.read(limit)` allocates all of `limit` before it
+    reads a byte: 64 MiB for each 47 KB file of a bundle, a MemoryError under `ulimit -v`."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0 and (chunk := handle.read(min(READ_CHUNK, left))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _text(line: bytes) -> str:
     return line.removesuffix(b"\r").decode("utf-8", errors="replace")
 
@@ -117,15 +132,23 @@ def load_json(text: str, not_recorded: Callable[[str], Any] | None = None) -> An
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep; not read") from None
 
 
+def _inside(real: str, folder: str) -> bool:
+    """Whether the real path `real` is the real folder `folder` or below it."""
+    return real == folder or real.startswith(folder.rstrip("/") + "/")
+
+
 @dataclass(frozen=True, slots=True)
 class FileTree:
     """A directory tree addressed by paths relative to its root (`bus/pci/devices/...`).
 
-    `confined` trees (bundles) never follow a path that leaves the root, symlinks included.
+    `confined` trees (bundles) never follow a path that leaves the root, symlinks included;
+    nor, with `within` (the bundle a folder's tree is part of), one whose root itself leads
+    out of that folder (a bundle's `sysfs` that is a link to /sys).
     """
 
     root: Path
     confined: bool = False
+    within: Path | None = None
     # the real path of each folder resolved so far (a bundle's folders do not move during a
     # run): a file's path is then resolved by one lstat of its own name, not one per component
     _real_folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -137,9 +160,10 @@ class FileTree:
         try:
             resolved = self._real(str(candidate))
             root = self._real_folder(str(self.root))
+            bound = root if self.within is None else self._real_folder(str(self.within))
         except (OSError, RuntimeError, ValueError):
             return None
-        inside = resolved == root or resolved.startswith(root.rstrip("/") + "/")
+        inside = _inside(resolved, root) and _inside(root, bound)
         return Path(resolved) if inside else None
 
     def _real(self, path: str) -> str:
@@ -174,7 +198,7 @@ class FileTree:
             return None, f"{relative} is not in the tree (it leads out of it)"
         try:
             with open_regular(path) as handle:
-                return handle.read(limit).decode("utf-8", errors="replace"), None
+                return read_at_most(handle, limit).decode("utf-8", errors="replace"), None
         except OSError as exc:
             return None, f"{relative}: {exc.strerror or exc}"
 

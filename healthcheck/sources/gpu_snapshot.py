@@ -6,13 +6,14 @@ All GPUs are sampled concurrently (one thread each), so an 8-GPU node takes as l
 Every reading that is not a real value is recorded in the GPU's `unavailable` map with its
 state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other than "not
 supported" in `failures` with the NVML call and its error: missing is never zero.
-Every thread started here carries the caller's context (`in_context`): its NVML calls run
-under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
+Every thread started here carries the caller's context (`start_daemon(in_context=True)`):
+its NVML calls run under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
+A thread the system refuses (`ulimit -v`) fails the whole snapshot (`CannotStart`, once every
+thread that did start has ended): a GPU sampled in part is never judged as if whole.
 """
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from ..threads import CannotStart, start_daemon
 from .nvml import Nvml, Reading
 from .nvml_fields import read_fields
 from .nvml_memory import MemoryReader
@@ -113,39 +115,38 @@ def collect_snapshot(
     started = time.monotonic()
     if on_window is not None:
         on_window()
-    pairs = in_context(_read_pairs, nvml, handles, snapshot)
-    pairs.start()
+    pairs = start_daemon(_read_pairs, nvml, handles, snapshot, name="nvml-pairs", in_context=True)
     deadline = started + max(window_s, 0.0)
     live = [g for g in gpus if g["index"] in handles and "lost" not in g]
     window = _Window(
         deadline, interval_s, threading.Lock(), CounterSchedule(len(live), started, deadline)
     )
-    _each_gpu(gpus, handles, lambda g, h: _inventory_and_sample(nvml, g, h, window))
+    try:
+        _each_gpu(live, handles, lambda g, h: _inventory_and_sample(nvml, g, h, window))
+    finally:
+        pairs.join()
+    if window.refused:  # a GPU's counters went unread: no GPU's window is judged in part
+        raise CannotStart(window.refused[0])
     phases["inventory_s"] = round(max(window.inventoried.values(), default=started) - started, 3)
     phases["sampling_s"] = round(time.monotonic() - started, 3)
-    pairs.join()
     return snapshot
 
 
-def in_context(work: Callable[..., None], *args: Any) -> threading.Thread:
-    """A daemon thread (not started) running work(*args) in a copy of this thread's context:
-    the deadline scope follows it. Daemon: one blocked in a hung NVML call never holds up exit."""
-    context = contextvars.copy_context()
-    return threading.Thread(target=context.run, args=(work, *args), daemon=True)
-
-
 def _each_gpu(
-    gpus: list[dict[str, Any]], handles: dict[int, Any], work: Callable[[dict[str, Any], Any], None]
+    live: list[dict[str, Any]], handles: dict[int, Any], work: Callable[[dict[str, Any], Any], None]
 ) -> None:
-    threads = [
-        in_context(work, gpu, handles[gpu["index"]])
-        for gpu in gpus
-        if gpu["index"] in handles and "lost" not in gpu
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    """`work(gpu, handle)` on one thread per GPU, all at once; every thread that started has
+    ended when this returns or raises (CannotStart: the GPUs after it got none)."""
+    threads: list[threading.Thread] = []
+    try:
+        for gpu in live:
+            index = gpu["index"]
+            threads.append(
+                start_daemon(work, gpu, handles[index], name=f"nvml-gpu{index}", in_context=True)
+            )
+    finally:
+        for thread in threads:
+            thread.join()
 
 
 def _inventory(nvml: Nvml, gpu: dict[str, Any], handle: Any) -> None:
@@ -301,6 +302,7 @@ class _Window(Struct, frozen=True):
     gpm_lock: threading.Lock  # NVML's GPM calls crash when two GPUs' threads overlap
     counters: CounterSchedule
     inventoried: dict[int, float] = field(default_factory=dict)  # GPU index -> when done
+    refused: list[str] = field(default_factory=list)  # the threads the system would not start
 
 
 def _inventory_and_sample(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window) -> None:
@@ -311,8 +313,19 @@ def _inventory_and_sample(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: 
     if "lost" in gpu or nvml.stuck_at is not None:
         window.counters.leave()  # no first reading: the others need not wait for it
         return
-    counters = in_context(read_counters_in_window, GpuRecorder(nvml, gpu), handle, window.counters)
-    counters.start()
+    try:
+        counters = start_daemon(
+            read_counters_in_window,
+            GpuRecorder(nvml, gpu),
+            handle,
+            window.counters,
+            name=f"nvml-gpu{gpu['index']}-counters",
+            in_context=True,
+        )
+    except CannotStart as exc:  # the snapshot fails, naming it (`collect_snapshot`)
+        window.counters.leave()
+        window.refused.append(str(exc))
+        return
     _sample_window(nvml, gpu, handle, window)
     counters.join()  # every NVML call it makes is under a deadline
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import platform
-import socket
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,10 +18,12 @@ from msgspec import Struct, field
 from .. import __version__
 from ..contract.declarations import CommandSpec, WorkloadSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
-from .base import Artifact, DriverProbe, KernelLogStream, Memo
+from ..threads import CannotStart
+from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
 from .gpu_snapshot import collect_snapshot
+from .hostname import node_name
 from .kernel_log import open_live_kernel_log
 from .nvml import Nvml, NvmlUnavailable
 from .scope import waiting_on
@@ -161,13 +162,16 @@ class LiveSources(Memo):
         except NvmlUnavailable as exc:
             return None, str(exc)
         busy = self._start_load if self.options.load_seconds else None
-        snapshot = collect_snapshot(
-            nvml,
-            self.options.sample_seconds,
-            self.options.sample_interval_s,
-            busy=busy,
-            on_window=self.window_started.set,
-        )
+        try:
+            snapshot = collect_snapshot(
+                nvml,
+                self.options.sample_seconds,
+                self.options.sample_interval_s,
+                busy=busy,
+                on_window=self.window_started.set,
+            )
+        except CannotStart as exc:  # every GPU check is UNKNOWN, naming it
+            return None, f"the GPUs could not be sampled: {exc}"
         return snapshot, None
 
     def _start_load(self) -> dict[str, object]:
@@ -210,13 +214,16 @@ class LiveSources(Memo):
 
     def meta(self) -> dict[str, Any]:
         return {
-            "host": socket.gethostname(),
+            "host": node_name(),
             "kernel": platform.release(),
             "boot_id": _first_line("/proc/sys/kernel/random/boot_id"),
             "uptime_s": _uptime(),
             "sitscheck_version": __version__,
             "nvidia_driver": {"state": self.driver().state, "detail": self.driver().detail},
         }
+
+    def last_known(self) -> LastKnown | None:
+        return None  # a daemon run's sources carry its state's (`daemon.follow`)
 
     def close(self) -> None:
         if self._load is not None:

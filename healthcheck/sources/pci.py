@@ -28,6 +28,10 @@ AER_FILES = (
     "aer_rootport_total_err_nonfatal",
 )
 IDENTITY_FILES = ("vendor", "device", "class", "numa_node", "local_cpulist")
+# kernel drivers a GPU is bound to on purpose when NVIDIA's driver is not to serve it: handed to
+# virtual machines (vfio-pci: KubeVirt, the GPU Operator's passthrough nodes) or held back
+PASSTHROUGH_DRIVERS = ("vfio-pci", "pci-stub")
+GPU_DRIVERS = "gpu_drivers"  # meta.json: {bus id: the kernel driver bound to it, or null}
 DEVICE_FILES = LINK_FILES + AER_FILES + IDENTITY_FILES
 
 
@@ -83,6 +87,27 @@ def nvidia_gpus(sysfs: FileTree) -> list[str]:
         if vendor == NVIDIA_VENDOR and klass.startswith(GPU_CLASSES):
             found.append(bdf)
     return sorted(found)
+
+
+def bound_driver(sysfs: FileTree, bdf: str) -> str | None:
+    """The kernel driver bound to a device (its `driver` link's target: nvidia, vfio-pci,
+    nouveau), None where none is bound or the tree holds no links (a bundle)."""
+    folder = device_path(sysfs, bdf)
+    link = sysfs.path(f"{folder}/driver") if folder is not None else None
+    if link is None or not link.is_symlink():
+        return None
+    target = sysfs.real_relative(f"{folder}/driver")
+    return target.rsplit("/", 1)[-1] if target else None
+
+
+def gpu_drivers(sources: Sources) -> dict[str, str | None]:
+    """The NVIDIA GPUs on the bus and the kernel driver bound to each: as `collect` recorded
+    it (meta.json's `gpu_drivers`; a bundle holds no links), else read from sysfs (live)."""
+    recorded = sources.meta().get(GPU_DRIVERS)
+    bus = nvidia_gpus(sources.sysfs)
+    if isinstance(recorded, dict):
+        return {b: d if isinstance(d := recorded.get(b), str) else None for b in bus}
+    return {b: bound_driver(sources.sysfs, b) for b in bus}
 
 
 def _all_bdfs(sysfs: FileTree) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import artifacts as names
-from .base import Artifact, DriverProbe, KernelLogStream, Memo
+from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .bundle import Unpacked, skipped_reason, unpacked_bundle
 from .files import FileTree, bounded_lines, load_json, open_regular
 
@@ -44,9 +44,11 @@ class ReplaySources(Memo):
         self._unpacked = unpacked
         self._meta: tuple[dict[str, Any], str | None] | None = None
         self._files = FileTree(bundle, confined=True)
-        self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True)
-        self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True)
-        self._host_files = FileTree(bundle / names.FILES_DIR, confined=True)
+        # each folder's tree is confined to itself and to the bundle (a `sysfs` that is a
+        # link to /sys is no folder of the bundle)
+        self._sysfs = FileTree(bundle / names.SYSFS_DIR, confined=True, within=bundle)
+        self._procfs = FileTree(bundle / names.PROCFS_DIR, confined=True, within=bundle)
+        self._host_files = FileTree(bundle / names.FILES_DIR, confined=True, within=bundle)
 
     @property
     def mode(self) -> str:
@@ -70,21 +72,30 @@ class ReplaySources(Memo):
         return self._unpacked.unfinished if self._unpacked is not None else None
 
     def driver(self) -> DriverProbe:
+        """What the bundle shows of the driver: its NVIDIA outputs, else what the recording
+        said (meta.json's `nvidia_driver`, and why each NVIDIA output is missing), else
+        `unknown` (nothing shows a driver, nothing says there is none)."""
         evidence = [name for name in _NVIDIA_EVIDENCE if self._files.exists(name)]
         meta, problem = self._read_meta()
         recorded = meta.get("nvidia_driver")
-        claim = recorded.get("state") if isinstance(recorded, dict) else None
+        recorded = recorded if isinstance(recorded, dict) else {}
+        claim, said = recorded.get("state"), str(recorded.get("detail", ""))
         if evidence:
             detail = f"the bundle holds NVIDIA driver evidence ({', '.join(evidence)})"
             if claim in ("absent", "not_loaded"):
-                said = str(recorded.get("detail", "")) if isinstance(recorded, dict) else ""
                 detail += f"; its {names.META_JSON} says the driver is {claim} ({said[:200]}),"
                 detail += " which that evidence contradicts"
             return DriverProbe("present", detail + (f"; {problem}" if problem else ""))
-        if claim in ("absent", "not_loaded") and isinstance(recorded, dict):
-            return DriverProbe(claim, str(recorded.get("detail", ""))[:500])
+        if claim in ("absent", "not_loaded"):
+            return DriverProbe(claim, said[:500])
+        failed = [
+            f"{n}: {r}" for n, r in self._recorded_failures().items() if n in _NVIDIA_EVIDENCE
+        ]
+        if claim == "present" and failed:
+            why = "; ".join(failed)[:1000]
+            return DriverProbe("present", f"when recorded: {said[:200]}, but {why}")
         detail = "the bundle holds no NVIDIA driver evidence"
-        return DriverProbe("absent", detail + (f"; {problem}" if problem else ""))
+        return DriverProbe("unknown", detail + (f"; {problem}" if problem else ""))
 
     def artifact(self, name: str) -> Artifact:
         ref = f"{self._label}/{name}"
@@ -92,12 +103,22 @@ class ReplaySources(Memo):
             skipped = skipped_reason(self._unpacked, name)
             if skipped is not None:  # in the bundle, but left unpacked: a failure to read it
                 return Artifact(name, None, ref, reason=skipped)
+            failed = self._recorded_failures().get(name)
+            if failed is not None:  # it failed when recorded: a failure, as it was live
+                return Artifact(name, None, ref, reason=f"{name} was not recorded: {failed}")
             return Artifact(name, None, ref, reason=f"{name} is not in the bundle", absent=True)
         text, problem = self._files.read(name, limit=_MAX_ARTIFACT + 1)
         if text is None:
             return Artifact(name, None, ref, reason=f"{name} could not be read: {problem}")
         truncated = len(text) > _MAX_ARTIFACT
         return Artifact(name, text[:_MAX_ARTIFACT], ref, truncated=truncated)
+
+    def _recorded_failures(self) -> dict[str, str]:
+        """Why `collect` could not record each missing output, as meta.json's `missing` says."""
+        missing = self._read_meta()[0].get("missing")
+        if not isinstance(missing, dict):
+            return {}
+        return {k: v[:500] for k, v in missing.items() if isinstance(k, str) and isinstance(v, str)}
 
     def kernel_log(self) -> KernelLogStream:
         ref = f"{self._label}/{names.DMESG}"
@@ -128,6 +149,9 @@ class ReplaySources(Memo):
         return (None, problem) if problem else (data, None)
 
     def log_files(self, folder_name: str) -> list[Path]:
+        """Each log under the bundle's `folder_name`, as `<bundle>/<folder_name>/...`: named
+        relative to the folder it was found in (the folder's real path), never by comparing a
+        real path with the bundle's path as given; one that leads out of the bundle is left out."""
         folder = self._files.path(folder_name)
         if folder is None or not folder.is_dir():
             return []
@@ -135,14 +159,16 @@ class ReplaySources(Memo):
         for path in sorted(folder.rglob("*")):
             # every entry of a log's name, a FIFO or folder too: the check opens each without
             # blocking (`open_regular`) and names what it could not read
-            if path.suffix in (".log", ".txt") and self._files.path(
-                str(path.relative_to(self._bundle))
-            ):
-                found.append(path)
+            name = f"{folder_name}/{path.relative_to(folder).as_posix()}"
+            if path.suffix in (".log", ".txt") and self._files.path(name) is not None:
+                found.append(self._bundle / name)
         return found
 
     def meta(self) -> dict[str, Any]:
         return self._read_meta()[0]
+
+    def last_known(self) -> LastKnown | None:
+        return None  # a bundle is judged by what it holds; a daemon run's sources add it
 
     def _read_meta(self) -> tuple[dict[str, Any], str | None]:
         """meta.json's content ({} when absent or unusable) and what was wrong with it."""

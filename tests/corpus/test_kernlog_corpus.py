@@ -47,7 +47,7 @@ KINDS = {
     "aer": Kind("aer", parse_aer, might_be_aer, AER_ANCHORS, HEAD_LINES, 13, 19),
     "xid": Kind("xid", parse_xid, might_be_xid, XID_ANCHORS, 0, 19, 0),
 }
-# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+# Names are read at collection time.
 CASES = [(corpus_set, kind, name) for kind in KINDS for corpus_set, name in samples(kind)]
 
 

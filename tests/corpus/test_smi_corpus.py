@@ -1,5 +1,5 @@
-"""Every smi sample of the shared corpus parses with the parser for its kind (chosen by file
-name), and gives the concrete values read by hand from that file."""
+"""Every smi sample of the shared corpus (tests/corpus/shared/smi) parses with the parser for
+its kind (chosen by file name), and gives the concrete values read by hand from that file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from corpus_paths import corpus_root
+from corpus_paths import SHARED_CORPUS
 from sitscheck.smi.dmon import parse_dmon, parse_dmon_result
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import (
@@ -21,8 +21,7 @@ from sitscheck.smi.query_csv import (
 from sitscheck.smi.query_q import SmiGpu, SmiQuery, parse_query_q
 from sitscheck.smi.values import SmiParseError, ValueKind
 
-_ROOT = corpus_root()
-_NAMES = sorted(p.name for p in (_ROOT / "smi").glob("*.txt")) if _ROOT else ["<corpus absent>"]
+_NAMES = sorted(p.name for p in (SHARED_CORPUS / "smi").glob("*.txt"))
 
 
 def _kind(name: str) -> str:

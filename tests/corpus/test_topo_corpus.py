@@ -16,7 +16,7 @@ from corpus_sets import (
 )
 from sitscheck.checks.topology.parse import parse_topo
 
-# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+# Names are read at collection time.
 CASES = samples("topo")
 # the annotated sets this parser was written against
 MINIMUM = {"shared": 9, "own": 5}

@@ -25,7 +25,7 @@ FACT_KEYS = {
     "errors",
     "warnings",
 }
-# Names are read at collection time; a shared corpus that is absent gives a skipped case.
+# Names are read at collection time.
 CASES = samples("trt")
 # the annotated sets this scanner was written against
 MINIMUM = {"shared": 13, "own": 5}

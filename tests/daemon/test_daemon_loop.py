@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
@@ -12,7 +13,17 @@ from pathlib import Path
 
 import pytest
 from sitscheck.daemon.loop import Notifier, serve
-from sitscheck.models import Report, Status
+from sitscheck.daemon.run_line import run_line
+from sitscheck.models import (
+    CheckResult,
+    Cleared,
+    Device,
+    Finding,
+    Report,
+    Severity,
+    Status,
+    Verdict,
+)
 
 
 def a_report(headline: str = "OK — 3 of 3 checks ran") -> Report:
@@ -180,3 +191,50 @@ def test_a_failed_notification_is_retried_on_the_next(tmp_path: Path) -> None:
     finally:
         sock.close()
         notifier.close_socket()
+
+
+def test_each_run_writes_one_line_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """Run by hand (or read in journald) the service says what each run found: its number,
+    duration and headline (the status first), and why a run failed. It printed nothing."""
+    calls: list[int] = []
+
+    def flaky() -> Report:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("NVML went away\x1b[2J")
+        return a_report(f"OK — run {len(calls)}")
+
+    serve(flaky, 0.01, notifier=Notifier({}), handle_signals=False, max_runs=3)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3, lines
+    assert re.fullmatch(r"sitscheck daemon: run 1 \(\d+\.\ds\): OK — run 1", lines[0])
+    assert re.fullmatch(
+        r"sitscheck daemon: run 2 \(\d+\.\ds\) failed: RuntimeError: NVML went away\\x1b\[2J",
+        lines[1],
+    )
+    assert lines[2].startswith("sitscheck daemon: run 3 (") and lines[2].endswith("OK — run 3")
+
+
+def test_the_run_line_names_what_is_new_and_cleared() -> None:
+    new = Finding(
+        code="xid.79", severity=Severity.CRITICAL, message="m", device=Device(index=1), state="new"
+    )
+    old = Finding(code="xid.13", severity=Severity.WARNING, message="m", state="persisting")
+    info = Finding(code="pcie_aer.info", severity=Severity.INFO, message="m", state="new")
+    report = a_report("CRITICAL — checks: xid — since the last run: 2 new, 1 cleared").model_copy(
+        update={
+            "status": Status.CRITICAL,
+            "checks": [CheckResult(name="xid", status=Status.CRITICAL, findings=[new, old, info])],
+            "verdicts": [
+                Verdict(rule="gpu.lost", status=Status.CRITICAL, message="m", state="new"),
+            ],
+            "cleared": [
+                Cleared(kind="finding", code="nvlink.down", device=Device(index=0),
+                        status=Status.WARNING, message="m"),
+            ],
+        }
+    )  # fmt: skip
+    assert run_line(7, report, 2.04) == (
+        "sitscheck daemon: run 7 (2.0s): CRITICAL — checks: xid — since the last run: 2 new, "
+        "1 cleared; new: xid.79 (GPU 1), gpu.lost; cleared: nvlink.down (GPU 0)"
+    )

@@ -230,7 +230,7 @@ def aer(value: float, port: str = "0000:3a:00.0") -> Metric:
 
 def test_counter_deltas_baseline_increase_and_reset() -> None:
     runs = Runs()
-    gauge = Metric(name="sitscheck.gpu.count", value=8, unit="{gpu}")
+    gauge = Metric(name="sitscheck.gpu.number", value=8, unit="{gpu}")
     first = runs.run(report([check("pcie_aer", metrics=[aer(10), gauge])])).report
     assert [(d.name, d.value, d.previous, d.delta) for d in first.deltas] == [
         ("hw.errors", 10, None, None)

@@ -131,14 +131,16 @@ VALUE_TYPE_SIGNED_LONG_LONG = 4
 
 
 class NVMLError(Exception):
-    """Like pynvml's: `.value` is the NVML return code."""
+    """Like pynvml's: `.value` is the NVML return code; its text is the code's name, or the
+    words a test gives (pynvml's own strings, such as "NVML Shared Library Not Found")."""
 
-    def __init__(self, value: int) -> None:
+    def __init__(self, value: int, words: str | None = None) -> None:
         super().__init__(value)
         self.value = value
+        self.words = words
 
     def __str__(self) -> str:
-        return _NAME_BY_CODE.get(self.value, f"NVML error {self.value}")
+        return self.words or _NAME_BY_CODE.get(self.value, f"NVML error {self.value}")
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ class _Faults:
     gpu_blocked_from: dict[int, int] = field(default_factory=dict)
     lost: dict[int, int] = field(default_factory=dict)
     init_error: int | None = None
+    init_words: str | None = None
     slow: dict[str, float] = field(default_factory=dict)
 
 
@@ -265,8 +268,9 @@ class FakePynvml:
         the real driver serialises NVLink error counters: tools/device/nvml_fields_probe.py)."""
         self._faults.slow[function] = seconds
 
-    def fail_init(self, code: int = NVML_ERROR_DRIVER_NOT_LOADED) -> None:
+    def fail_init(self, code: int = NVML_ERROR_DRIVER_NOT_LOADED, words: str | None = None) -> None:
         self._faults.init_error = code
+        self._faults.init_words = words
 
     def release(self) -> None:
         """Let every blocked call return, and block no more."""
@@ -363,7 +367,7 @@ class FakePynvml:
     def nvmlInit(self) -> None:
         self._enter("nvmlInit")
         if self._faults.init_error is not None:
-            raise NVMLError(self._faults.init_error)
+            raise NVMLError(self._faults.init_error, self._faults.init_words)
         with self._lock:
             self.initialised = True
             self.init_count += 1

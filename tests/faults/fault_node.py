@@ -63,6 +63,7 @@ class NvmlFaults:
 
     mode: str = "ok"
     fail_init: str | None = None  # an NVML_ERROR_* name
+    init_words: str | None = None  # what the failed init says (pynvml's string); else the name
     block: list[tuple[str, int | None]] = field(default_factory=list)
     block_gpu: list[tuple[int, int]] = field(default_factory=list)  # (gpu, from_call)
     lose_gpu: list[tuple[int, int]] = field(default_factory=list)  # (gpu, from_call)
@@ -92,6 +93,7 @@ class NodeSpec:
         faults = NvmlFaults(
             mode=nvml["mode"],
             fail_init=nvml["fail_init"],
+            init_words=nvml.get("init_words"),
             block=[(f, g) for f, g in nvml["block"]],
             block_gpu=[(g, n) for g, n in nvml["block_gpu"]],
             lose_gpu=[(g, n) for g, n in nvml["lose_gpu"]],
@@ -184,7 +186,7 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     if spec.nvml.mode == "ok":
         fake = FakePynvml(load_recording(BUNDLE / "nvml.json"))
         if spec.nvml.fail_init:
-            fake.fail_init(ERROR_CODES[spec.nvml.fail_init])
+            fake.fail_init(ERROR_CODES[spec.nvml.fail_init], spec.nvml.init_words)
         for function, gpu in spec.nvml.block:
             fake.block(function, gpu)
         for gpu, start in spec.nvml.block_gpu:

@@ -31,10 +31,12 @@ NVML_SAMPLED = ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link")
 MISMATCH = "Failed to initialize NVML: Driver/library version mismatch"
 
 
-def test_nvml_init_failing_like_nvidia_smi_is_unknown_naming_both(
+def test_nvml_init_failing_like_nvidia_smi_on_a_version_mismatch_is_critical_naming_both(
     node: NodeSpec, baseline: Report, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A driver upgraded without a reboot: NVML and nvidia-smi both refuse, the same way."""
+    """A driver upgraded without a reboot: NVML and nvidia-smi both refuse, the same way. The
+    driver serves no GPU: critical (issue 29, item 5; before: UNKNOWN); the other GPU checks
+    cannot read a GPU and say why."""
     node.nvml.fail_init = "NVML_ERROR_LIB_RM_VERSION_MISMATCH"
     write_smi(node, dict.fromkeys(SMI_FILES, f'echo "{MISMATCH}"; exit 18'))
     report, elapsed = run_live(node, monkeypatch.setattr)
@@ -43,8 +45,9 @@ def test_nvml_init_failing_like_nvidia_smi_is_unknown_naming_both(
     assert_complete(report)
     for name in GPU_CHECKS:
         assert_faulted(report, name, "NVML_ERROR_LIB_RM_VERSION_MISMATCH", f"exited 18: {MISMATCH}")
+    assert [f.code for f in result(report, "driver").findings] == ["driver.version_mismatch"]
     assert_unaffected(report, baseline, *KERNEL_LOG_CHECKS, "tensorrt")
-    assert report.status == Status.UNKNOWN
+    assert report.status == Status.CRITICAL
 
 
 def test_nvml_init_failing_alone_falls_back_to_nvidia_smi_naming_it(
@@ -147,14 +150,13 @@ def test_nvml_threads_are_daemons_and_carry_the_deadline_scope() -> None:
     exit), and it runs in its caller's context, so its calls see the caller's deadline."""
     import time
 
-    from sitscheck.sources.gpu_snapshot import in_context
     from sitscheck.sources.scope import Scope, current_scope, entered
+    from sitscheck.threads import start_daemon
 
     seen: list[object] = []
     scope = Scope(time.monotonic() + 60)
     with entered(scope):
-        thread = in_context(lambda: seen.append(current_scope()))
+        thread = start_daemon(lambda: seen.append(current_scope()), name="t", in_context=True)
     assert thread.daemon
-    thread.start()
     thread.join()
     assert seen == [scope]

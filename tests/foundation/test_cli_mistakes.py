@@ -4,6 +4,7 @@ silent run that checks less than asked). Through the installed CLI."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,6 +35,7 @@ def one_line_exit_3(done: subprocess.CompletedProcess[str], *needles: str) -> No
         (["run", "--timeout", "abc"], ["--timeout"]),
         (["explain"], ["code"]),
         (["daemon", "--interval", "0"], ["--interval"]),
+        (["daemon", "--interval", "inf", "-o", "json=r.json", "--state-dir", "s"], ["--interval"]),
         (["run", "--from", ""], ["--from"]),
     ],
 )
@@ -110,3 +112,98 @@ def test_the_terminal_report_fits_80_columns(monkeypatch: pytest.MonkeyPatch) ->
 
     plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
     assert max(len(line) for line in plain.splitlines()) <= 80
+
+
+HELPS = [[], ["run"], ["daemon"], ["checks"], ["collect"], ["explain"], ["schema"]]
+HELPS += [["rules"], ["rules", "validate"], ["rules", "list"]]
+
+
+@pytest.mark.parametrize("command", HELPS, ids=lambda c: " ".join(c) or "sitscheck")
+def test_help_shows_metavars_not_python_types_in_80_columns(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Typer ≥ 0.2x wrote an argument's annotation beside it (`files... <list[Path]>`,
+    `directory <path>`, `code <str>`, usage `{directory}`) and click its range (`x>=1.0`)."""
+    done = sitscheck(*command, "--help", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"<[\w\[\], |]+>|\{\w+\}|x>=", done.stdout) is None, done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80, done.stdout
+    usage = done.stdout.splitlines()[0]
+    wanted = {"collect": "DIRECTORY", "explain": "CODE", "validate": "[FILES...]"}
+    assert wanted.get(command[-1] if command else "", "") in usage
+
+
+def completions(tmp_path: Path, line: str) -> list[str]:
+    """What bash completion offers for the last word of `line` (click's protocol)."""
+    words = line.split(" ")
+    env = {"_SITSCHECK_COMPLETE": "complete_bash", "COMP_WORDS": line}
+    env["COMP_CWORD"] = str(len(words) - 1)
+    done = sitscheck(cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_completion_offers_check_and_profile_names(tmp_path: Path) -> None:
+    from sitscheck.contract.registry import discover
+    from sitscheck.engine.loader import load_profiles
+
+    checks = sorted(c.name for c in discover())
+    assert completions(tmp_path, "sitscheck run --check ") == checks
+    assert completions(tmp_path, "sitscheck run --skip nv") == ["nvlink"]
+    assert completions(tmp_path, "sitscheck schema --facts x") == ["xid"]
+    profiles = sorted(name for name in load_profiles([]) if name.startswith("h"))
+    assert profiles and completions(tmp_path, "sitscheck run --profile h") == profiles
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "-o", "json=r.json"],
+        ["collect", "new-bundle"],
+        ["daemon", "-o", "json=r.json", "--state-dir", "state"],
+    ],
+    ids=["run", "collect", "daemon"],
+)
+@pytest.mark.parametrize("root", ["/nonexistent", "a-file"])
+def test_a_sys_root_that_is_no_folder_is_refused_naming_the_option(
+    tmp_path: Path, command: list[str], root: str
+) -> None:
+    """`--sys-root /nonexistent` ran, read nothing and passed: the node looked as if it had
+    no RDMA device (exit 0)."""
+    (tmp_path / "a-file").write_text("not a sysfs\n")
+    one_line_exit_3(sitscheck(*command, "--sys-root", root, cwd=tmp_path), "--sys-root", root)
+    assert {p.name for p in tmp_path.iterdir()} == {"a-file"}  # nothing run, nothing written
+
+
+def test_a_live_only_option_with_from_says_it_is_not_read(tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_text("[E] [TRT] Error Code 2: Internal Error\n")
+    done = sitscheck("run", "--from", str(BUNDLE), "--trt-log", str(log), "-o", "npd", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # the bundle's evidence alone is judged
+    assert done.stderr.splitlines() == [
+        "sitscheck run: warning: --trt-log is not read with --from (a replay reads the bundle's "
+        "own evidence; record it with `sitscheck collect --trt-log`)"
+    ]
+
+
+def test_npd_among_several_outputs_gives_npd_exit_codes_as_the_help_says(tmp_path: Path) -> None:
+    """Kept on purpose (NPD reads the code whenever it asked for its line; a textfile added
+    beside it must not turn NonOK 1 into 2, which NPD reads as Unknown), and said in `--help`
+    and the README."""
+    bundle = tmp_path / "node"
+    shutil.copytree(BUNDLE, bundle)
+    dmesg = bundle / "dmesg.txt"
+    xid = "3,401,5200000000,-;NVRM: Xid (PCI:0000:00:07): 79, pid=1, name=x, GPU has fallen off\n"
+    dmesg.write_text(dmesg.read_text() + xid)
+    report = tmp_path / "report.txt"
+    done = sitscheck(
+        "run", "--from", str(bundle), "-o", "npd", "-o", f"text={report}", cwd=tmp_path
+    )
+    assert done.returncode == 1 and done.stdout.startswith("critical: ")
+    assert sitscheck("run", "--from", str(bundle), cwd=tmp_path).returncode == 2
+    helped = " ".join(
+        sitscheck("run", "--help", cwd=tmp_path, env={"COLUMNS": "200"}).stdout.split()
+    )
+    assert "With npd among them the exit code is NPD's for the whole run" in helped
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert "exit code is NPD's for the whole run" in readme

@@ -129,4 +129,44 @@ def test_replay_refuses_evidence_linked_from_outside(tmp_path: Path) -> None:
     snapshot, reason = ReplaySources(bundle).gpu_snapshot()
     assert snapshot is None
     assert reason is not None and "nvml.json" in reason
-    assert ReplaySources(bundle).driver().state == "absent"
+    assert ReplaySources(bundle).driver().state == "unknown"  # the refused link shows nothing
+
+
+FOLDERS = ("sysfs", "proc", "files", "tensorrt")  # the trees a replay reads apart
+
+
+@pytest.mark.parametrize("through", ["absolute", "relative", "symlinked"])
+def test_a_bundles_folders_that_link_out_of_it_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
+    """A bundle's `sysfs`, `proc`, `files` or `tensorrt` that is itself a link out of the
+    bundle (to /sys, say) holds nothing, however the bundle is named; the same folders kept
+    inside the bundle (a link to a folder of the bundle) are read."""
+    outside = tmp_path / "outside"
+    (outside / "devices").mkdir(parents=True)
+    (outside / "devices" / "vendor").write_text("0x10de\n")
+    (outside / "build.log").write_text("[TRT] [E] not this bundle's\n")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    for folder in FOLDERS:
+        os.symlink(outside, bundle / folder)
+    kept = tmp_path / "kept"
+    (kept / "data" / "devices").mkdir(parents=True)
+    (kept / "data" / "devices" / "vendor").write_text("0x15b3\n")
+    (kept / "data" / "build.log").write_text("[TRT] [W] this bundle's\n")
+    for folder in FOLDERS:
+        os.symlink("data", kept / folder)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "via").symlink_to(tmp_path, target_is_directory=True)
+    name = {"absolute": str(tmp_path), "relative": ".", "symlinked": "via"}[through]
+
+    hostile = ReplaySources(Path(name) / "bundle")
+    for tree in (hostile.sysfs, hostile.procfs, hostile.files):
+        assert tree.read_text("devices/vendor") is None
+        assert tree.list_dir("devices") == [] and tree.glob("*/*") == []
+    assert hostile.log_files("tensorrt") == []
+    inside = ReplaySources(Path(name) / "kept")
+    for tree in (inside.sysfs, inside.procfs, inside.files):
+        assert tree.read_text("devices/vendor") == "0x15b3\n"
+    assert [p.name for p in inside.log_files("tensorrt")] == ["build.log"]
+    assert [p.parent.name for p in inside.log_files("tensorrt")] == ["tensorrt"]

@@ -1,13 +1,13 @@
 """`nvidia-smi -q` → GPU records (sitscheck.gpu.from_query_q), on real outputs of five driver
-eras (tests/corpus/smi-q/, copied from the shared corpus with their sources) and on small
+eras (tests/corpus/shared/smi, the shared corpus's samples with their sources) and on small
 edits of them. Every expected value was read by hand from the sample's text."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_paths import SHARED_CORPUS
 from gpu_helpers import TESTS
 from sitscheck.checks.gpu_telemetry.judge import judge as judge_telemetry
 from sitscheck.checks.memory_errors.judge import judge as judge_memory
@@ -15,12 +15,12 @@ from sitscheck.checks.pcie_link.judge import judge as judge_pcie
 from sitscheck.gpu.from_query_q import cuda_version_number, from_query_q
 from sitscheck.gpu.view import GpuFleet, GpuView
 
-SAMPLES = TESTS / "corpus" / "smi-q"
+SAMPLES = SHARED_CORPUS / "smi"
 RECORDED_Q = TESTS / "bundles" / "h200x2-idle-v1" / "nvidia-smi-q.txt"
 
 
 def sample(prefix: str) -> str:
-    (path,) = SAMPLES.glob(prefix + "-*.txt")
+    (path,) = SAMPLES.glob(prefix + "-q-*.txt")
     return path.read_text()
 
 
@@ -203,11 +203,3 @@ def test_text_that_is_not_q_output_is_a_problem_with_its_line() -> None:
 )
 def test_cuda_version_in_nvml_encoding(text: str, number: int | None) -> None:
     assert cuda_version_number(text) == number
-
-
-def test_the_samples_are_the_shared_corpus_files(tmp_path: Path) -> None:
-    shared = TESTS.parent.parent / "shared" / "corpus" / "smi"
-    if not shared.is_dir():
-        pytest.skip("the shared corpus is not beside this checkout")
-    for path in SAMPLES.glob("*.txt"):
-        assert path.read_bytes() == (shared / path.name).read_bytes(), path.name

@@ -39,7 +39,7 @@ def sample_report(started: datetime | None = None) -> Report:
         layer=Layer.DRIVER,
         status=Status.OK,
         duration_s=0.01,
-        metrics=[Metric(name="sitscheck.gpu.count", value=2, unit="{gpu}")],
+        metrics=[Metric(name="sitscheck.gpu.number", value=2, unit="{gpu}")],
         facts={
             "driver_version": "580.159.04",
             "gpu_count": 2,

@@ -66,7 +66,7 @@ def test_replayed_bundle_reaches_the_receiver(
     assert "host.id" not in resource  # a replay is not this machine
     # metrics: the driver's GPU count, every GPU of the bundle's inventory as hw.status
     metrics = received_metrics(receiver)
-    assert points(metrics["sitscheck.gpu.count"])[0][1] == 2
+    assert points(metrics["sitscheck.gpu.number"])[0][1] == 2
     status = metrics["hw.status"]
     gpus = {a["hw.id"] for a, _ in points(status)}
     assert gpus == {UUID0, UUID1}

@@ -104,7 +104,7 @@ def test_a_hung_endpoint_costs_the_budget_and_nothing_is_lost(kind: Any, tmp_pat
         took = time.monotonic() - began
     assert took < 0.6 + SLACK_S
     assert not hung.current_delivered and hung.pending == 2
-    with kind() as receiver:
+    with kind(port=hole.port) as receiver:  # the same endpoint, answering now
         up = run(next_report, receiver.endpoint, kind.protocol, tmp_path)
     assert up.pending == 0 and up.delivered_earlier == 2
     assert trace_ids(receiver) == [hung.trace_id, up.trace_id]
@@ -241,7 +241,7 @@ def test_another_run_holding_the_spool_leaves_this_runs_payloads_for_later(
         assert busy.pending == 2 and any("holds the spool" in m for m in busy.errors)
     finally:
         os.close(holder)
-    with HttpReceiver() as receiver:
+    with HttpReceiver(port=receiver.port) as receiver:
         free = run(second, receiver.endpoint, "http/protobuf", tmp_path)
     assert free.delivered_earlier == 2
     assert trace_ids(receiver) == [busy.trace_id, free.trace_id]

@@ -106,14 +106,36 @@ def test_span_status_is_error_only_where_a_check_could_not_run(sample: Any) -> N
     assert spans["check tensorrt"].status.code == UNSET
     assert attrs(spans["check tensorrt"].attributes)["sitscheck.check.skip_reason"]
     root = spans["sitscheck.run"]
-    assert root.status.code == ERROR and "xid" in root.status.message
+    assert root.status.code == ERROR and "1 check(s) could not run: xid" in root.status.message
 
 
-def test_no_error_status_when_every_check_ran() -> None:
+def test_a_critical_run_is_an_error_on_its_root_span_with_the_headline() -> None:
+    """Issue 29 item 14: a critical run's root span is ERROR, its message the headline (a
+    backend's error view shows the broken node); its check spans stay UNSET."""
     report = sample_report()
     report.checks = [c for c in report.checks if c.error is None]
+    assert report.status is Status.CRITICAL
+    spans = spans_of(decoded(report)[0])
+    assert (spans[0].status.code, spans[0].status.message) == (ERROR, report.headline)
+    assert {s.status.code for s in spans[1:]} == {UNSET}
+
+
+@pytest.mark.parametrize("status", [Status.OK, Status.WARNING])
+def test_no_error_status_when_every_check_ran_and_none_is_critical(status: Status) -> None:
+    report = sample_report()
+    report.checks = [c for c in report.checks if c.error is None]
+    report.status = status
     traces, _ = decoded(report)
     assert {s.status.code for s in spans_of(traces)} == {UNSET}
+
+
+def test_every_count_attribute_is_an_int_on_the_wire(sample: Any) -> None:
+    """`sitscheck.check.findings` and the other counts are OTLP int values (a JSON view of
+    OTLP shows int64 as a string: that is protobuf's JSON mapping, not the attribute)."""
+    for span in spans_of(sample[0]):
+        for item in span.attributes:
+            if item.key.endswith(("findings", "metrics", "exit_code", "total", "errored")):
+                assert item.value.WhichOneof("value") == "int_value", item.key
 
 
 def test_a_finding_is_an_event_on_its_check_span(sample: Any) -> None:
@@ -188,7 +210,7 @@ def test_per_gpu_points_carry_the_gpu_identity(sample: Any) -> None:
 
 def test_other_metrics_are_sitscheck_gauges_in_their_units(sample: Any) -> None:
     metrics = metrics_of(sample[1])
-    count = metrics["sitscheck.gpu.count"]
+    count = metrics["sitscheck.gpu.number"]
     assert (count.unit, count.WhichOneof("data")) == ("{gpu}", "gauge")
     assert points(count)[0][1] == 2
     clock = metrics["sitscheck.gpu.clock"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from otel_samples import TOKEN
-from sitscheck.config import OtlpSettings, RunConfig
+from sitscheck.config import OtlpSettings, RunConfig, build_config
 from sitscheck.errors import ConfigError
 from sitscheck.export.settings import ExportSettings, parse_target, resolve_settings
 
@@ -151,90 +153,168 @@ def test_the_command_line_endpoint_wins_over_per_signal_ones() -> None:
 
 
 @pytest.mark.parametrize("value", ["brotli", "zstd", "yes"])
-def test_an_unknown_compression_is_an_error_naming_the_variable(value: str) -> None:
-    env = {"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": value}
-    with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"):
-        resolve_settings(OtlpSettings(), "http://x:4318", env)
+def test_an_unknown_compression_is_a_warning_and_the_next_source_applies(value: str) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": value,
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+    }
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env)
+    assert got.signals["metrics"].compression == "gzip"  # as if the bad variable were unset
+    assert got.signals["traces"].compression == "gzip"
+    (warning,) = got.warnings
+    assert warning.startswith("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION") and "ignored" in warning
+
+
+def test_each_bad_setting_is_one_warning_and_everything_else_is_used() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318",
+        "OTEL_RESOURCE_ATTRIBUTES": "a=b,broken,c=d",
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd",  # read for both signals: one warning
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "soon",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-good=1,nonsense",
+        "OTEL_SDK_DISABLED": "yes",  # a boolean: false, with a warning
+    }
+    got = resolve_settings(OtlpSettings(timeout_s=3), None, env)
+    assert got.resource_attributes == {"a": "b", "c": "d"}
+    assert set(got.signals) == {"traces", "metrics"}
+    for signal in got.signals.values():
+        assert signal.compression == "none" and signal.timeout_s == 3.0
+        assert signal.target.protocol == "http/protobuf" and signal.headers == {"x-good": "1"}
+    named = [w.split(maxsplit=1)[0].rstrip(":") for w in got.warnings]
+    assert sorted(named) == sorted(k for k in env if k != "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def test_an_endpoint_without_a_scheme_is_ignored_for_the_next_one() -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "127.0.0.1:4318/v1/traces",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all.example:4318",
+    }
+    got = resolve_settings(OtlpSettings(), None, env)
+    assert urls(got) == {
+        "traces": "http://all.example:4318/v1/traces",
+        "metrics": "http://all.example:4318/v1/metrics",
+    }
+    (warning,) = got.warnings
+    assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" in warning and "http://" in warning
+    alone = resolve_settings(OtlpSettings(), None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "x:4318"})
+    assert alone.signals == {} and len(alone.warnings) == 1
+
+
+def test_a_bad_command_line_endpoint_is_still_an_error() -> None:
+    with pytest.raises(ConfigError, match="--otlp"):
+        resolve_settings(OtlpSettings(endpoint="http://file:4318"), "collector:4318", {})
 
 
 @pytest.mark.parametrize(
-    "header",
-    [
-        "authorization=Bearer%20abc,x-tenant=t1",
-        " authorization = Bearer abc , X-Tenant=t1 ",
-        "api-key=a%3Db%2Cc,empty=",
-        "k=v=w",
-    ],
+    ("value", "exported"),
+    [("none", False), ("otlp", True), ("OTLP", True), ("console", True), ("none,otlp", True)],
 )
-def test_headers_parse_as_the_sdk_parses_them(header: str) -> None:
-    from opentelemetry.util.re import parse_env_headers
-
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": header}
-    got = resolve_settings(OtlpSettings(), "http://x:4318", env).signals["traces"].headers
-    assert got == dict(parse_env_headers(header, liberal=True))
+def test_a_signals_exporter_variable(value: str, exported: bool) -> None:
+    got = resolve_settings(OtlpSettings(), "http://x:4318", {"OTEL_TRACES_EXPORTER": value})
+    assert ("traces" in got.signals) is exported
+    assert "metrics" in got.signals
+    assert bool(got.warnings) is (value == "console")
 
 
 @pytest.mark.parametrize(
     "header",
     [f"authorization={TOKEN}%0A", f"authorization={TOKEN}%0D%0A", f"authorization={TOKEN}%00"],
 )
-def test_a_header_value_with_a_control_character_is_refused_unshown(header: str) -> None:
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": header}
-    with pytest.raises(ConfigError) as caught:
-        resolve_settings(OtlpSettings(), "http://x:4318", env)
-    message = str(caught.value)
+def test_a_header_value_with_a_control_character_is_left_out_unshown(header: str) -> None:
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": f"{header},x-tenant=t1"}
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env)
+    assert got.signals["traces"].headers == {"x-tenant": "t1"}
+    (message,) = got.warnings
     assert "authorization" in message and "OTEL_EXPORTER_OTLP_HEADERS" in message
     assert TOKEN not in message and TOKEN.split()[1] not in message
 
 
-def test_a_file_header_from_a_yaml_block_scalar_is_refused_unshown() -> None:
+def test_a_file_header_from_a_yaml_block_scalar_is_left_out_unshown() -> None:
     import yaml
 
     text = f"otlp:\n  headers:\n    authorization: |\n      {TOKEN}\n"
     headers = yaml.safe_load(text)["otlp"]["headers"]
     assert headers["authorization"].endswith("\n")  # what a block scalar gives
-    with pytest.raises(ConfigError) as caught:
-        resolve_settings(OtlpSettings(endpoint="http://x:4318", headers=headers), None, {})
-    assert "otlp.headers" in str(caught.value) and TOKEN.split()[1] not in str(caught.value)
+    got = resolve_settings(OtlpSettings(endpoint="http://x:4318", headers=headers), None, {})
+    assert got.signals["traces"].headers == {}
+    (message,) = got.warnings
+    assert "config otlp.headers" in message and TOKEN.split()[1] not in message
 
 
-def test_a_bad_header_name_is_refused() -> None:
-    env = {"OTEL_EXPORTER_OTLP_HEADERS": "bad name=1"}
-    with pytest.raises(ConfigError, match="header name"):
-        resolve_settings(OtlpSettings(), "http://x:4318", env)
+def test_a_bad_header_name_is_left_out() -> None:
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": "bad name=1,good=2"}
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env)
+    assert got.signals["traces"].headers == {"good": "2"}
+    assert "header name" in got.warnings[0]
 
 
 def test_sdk_disabled_turns_export_off() -> None:
     got = resolve_settings(
         OtlpSettings(endpoint="http://x:4318"), None, {"OTEL_SDK_DISABLED": "true"}
     )
-    assert got.endpoint is None
+    assert got.endpoint is None and got.warnings == []
 
 
 @pytest.mark.parametrize(
-    ("settings", "message"),
+    ("settings", "message", "exported"),
     [
-        (OtlpSettings(endpoint="http://x:4318", protocol="http/json"), "http/json"),
-        (OtlpSettings(endpoint="ftp://x:21", protocol="http/protobuf"), "scheme"),
-        (OtlpSettings(endpoint="x:4318", protocol="http/protobuf"), "http://"),
-        (OtlpSettings(endpoint="http://x:notaport"), "port"),
+        (OtlpSettings(endpoint="http://x:4318", protocol="http/json"), "http/json", True),
+        (OtlpSettings(endpoint="ftp://x:21", protocol="http/protobuf"), "scheme", False),
+        (OtlpSettings(endpoint="x:4318", protocol="http/protobuf"), "http://", False),
+        (OtlpSettings(endpoint="http://x:notaport"), "port", False),
+        (OtlpSettings(endpoint="http://x:4318", compression="zstd"), "gzip", True),
     ],
 )
-def test_unusable_settings_are_config_errors(settings: OtlpSettings, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        resolve_settings(settings, None, {})
+def test_unusable_file_settings_are_warnings(
+    settings: OtlpSettings, message: str, exported: bool
+) -> None:
+    got = resolve_settings(settings, None, {})
+    (warning,) = got.warnings
+    assert message in warning and warning.startswith("config otlp.")
+    assert bool(got.signals) is exported
 
 
-def test_a_bad_header_entry_is_an_error_that_does_not_show_it() -> None:
-    with pytest.raises(ConfigError) as caught:
-        resolve_settings(OtlpSettings(), "http://x:4318", {"OTEL_EXPORTER_OTLP_HEADERS": TOKEN})
-    assert TOKEN not in str(caught.value)
-    assert "entry 1" in str(caught.value)
+def test_a_bad_header_entry_is_left_out_without_showing_it() -> None:
+    env = {"OTEL_EXPORTER_OTLP_HEADERS": f"{TOKEN},x-tenant=t1"}
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env)
+    assert got.signals["traces"].headers == {"x-tenant": "t1"}
+    (warning,) = got.warnings
+    assert TOKEN not in warning and "entry 1" in warning
 
 
 def test_bad_timeout() -> None:
-    with pytest.raises(ConfigError, match="milliseconds"):
-        resolve_settings(OtlpSettings(), "http://x:4318", {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"})
+    env = {"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}
+    got = resolve_settings(OtlpSettings(), "http://x:4318", env)
+    assert got.signals["traces"].timeout_s == 10.0
+    assert "milliseconds" in got.warnings[0]
+
+
+def test_a_site_file_with_compression_and_typos_is_read_with_warnings() -> None:
+    site = {
+        "otlp": {
+            "endpoint": "http://x:4318",
+            "compression": "gzip",
+            "endpiont": "http://typo:4318",
+            "timeout_s": -1,
+            "headers": {"x-good": "1", "x-number": 5},
+            "resource_attributes": {"a": "b", "c": ["not", "a", "string"]},
+        }
+    }
+    config = build_config(site, {}, "config.yaml")
+    got = resolve_settings(config.otlp, None, {})
+    assert {s.compression for s in got.signals.values()} == {"gzip"}
+    assert got.signals["traces"].headers == {"x-good": "1"}
+    assert got.signals["traces"].timeout_s == 10.0
+    assert got.resource_attributes == {"a": "b"}
+    assert [w.split(":")[0] for w in got.warnings] == [
+        "config otlp.endpiont",
+        "config otlp.timeout_s",
+        "config otlp.headers.x-number",
+        "config otlp.resource_attributes.c",
+    ]
+    odd = build_config({"otlp": "http://x:4318"}, {}, "config.yaml").otlp
+    assert odd.endpoint is None and len(odd.ignored) == 1
 
 
 def test_repr_and_str_never_show_header_values() -> None:
@@ -288,3 +368,43 @@ def test_a_yaml_error_on_the_header_line_does_not_print_the_line(text: str, tmp_
     message = str(caught.value)
     assert str(site) in message and "not valid YAML" in message
     assert TOKEN.split()[1] not in message
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from([*OtlpSettings.model_fields, "endpiont", "zstd"]) | st.text(max_size=8)
+
+
+@given(
+    section=_VALUES | st.dictionaries(_KEYS, _VALUES, max_size=6),
+    env=st.dictionaries(
+        st.sampled_from(
+            [
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_PROTOCOL",
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "OTEL_EXPORTER_OTLP_COMPRESSION",
+                "OTEL_EXPORTER_OTLP_TIMEOUT",
+                "OTEL_EXPORTER_OTLP_INSECURE",
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "OTEL_SDK_DISABLED",
+                "OTEL_TRACES_EXPORTER",
+            ]
+        ),
+        st.text(max_size=24),
+    ),
+)
+@settings(max_examples=300, deadline=None)
+def test_no_otlp_section_or_variable_stops_a_run(section: object, env: dict[str, str]) -> None:
+    """Whatever the site file's `otlp:` holds and whatever the OTEL_* variables say, the run's
+    settings resolve (warnings at most): only `--otlp` may be a user error."""
+    config = build_config({"otlp": section}, {}, "config.yaml")
+    got = resolve_settings(config.otlp, None, env)
+    assert all("\n" not in warning for warning in got.warnings)

@@ -83,5 +83,5 @@ def test_fit_is_one_printable_ascii_line_of_at_most_the_limit() -> None:
     text = "Xid 79 ×3 on GPU 0 — fell\noff\tthe bus\x1b[0m " + "é" * 200
     line = fit(text)
     assert line.isascii() and line.isprintable() and len(line) == 80
-    assert line.startswith("Xid 79 x3 on GPU 0 - fell off the bus [0m e")
+    assert line.startswith("Xid 79 x3 on GPU 0 - fell off the bus\\x1b[0m e")  # ESC shown
     assert fit("short") == "short"

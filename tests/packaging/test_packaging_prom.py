@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+from sitscheck.cli import app
 from sitscheck.models import Report
 from sitscheck.reporters.prom import PROM_FILE, prom_name, render_prom, write_prom
+from typer.testing import CliRunner
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
@@ -107,9 +109,13 @@ def test_cumulative_counters_are_counters() -> None:
 
 
 def test_label_values_are_escaped(critical_report: Report) -> None:
-    tricky = critical_report.model_copy(update={"host": 'a"b\\c\nd'})
-    found = samples(render_prom(tricky, False))
-    assert value(found, "sitscheck_info", host='a"b\\c\nd') == 1
+    """Quotes and backslashes round-trip the exposition format; a newline, an escape sequence
+    or a bidi control (text read from a node) is shown escaped, never written raw."""
+    tricky = critical_report.model_copy(update={"host": 'a"b\\c\nd\x1b[2J\u202e'})
+    text = render_prom(tricky, False)
+    assert not any(ch in text for ch in "\x1b\u202e")
+    found = samples(text)
+    assert value(found, "sitscheck_info", host='a"b\\c\\nd\\x1b[2J\\u202e') == 1
 
 
 def test_written_atomically_world_readable_and_named_prom(
@@ -120,6 +126,27 @@ def test_written_atomically_world_readable_and_named_prom(
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert [p.name for p in tmp_path.iterdir()] == [PROM_FILE]
     samples(path.read_text())
+
+
+def test_folders_made_for_the_textfile_let_node_exporter_in_installed_cli(
+    tmp_path: Path, xid_bundle: Path
+) -> None:
+    """`-o prom=/new/dir` as root under a strict umask: node_exporter runs as `prometheus`, so
+    the folders made are 0755 (they were 0750: the textfile was out of its reach) and the
+    file 0644; folders made for other outputs stay private."""
+    textfile = tmp_path / "new" / "textfile_collector"
+    report = tmp_path / "private" / "report.json"
+    args = ["run", "--from", str(xid_bundle), "-o", f"prom={textfile}", "-o", f"json={report}"]
+    previous = os.umask(0o077)
+    try:
+        done = CliRunner().invoke(app, args)
+    finally:
+        os.umask(previous)
+    assert done.exit_code == 2, done.stdout + done.stderr
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in (textfile, textfile.parent)}
+    assert modes == {textfile: 0o755, textfile.parent: 0o755}
+    assert stat.S_IMODE((textfile / PROM_FILE).stat().st_mode) == 0o644
+    assert stat.S_IMODE(report.parent.stat().st_mode) == 0o750
 
 
 def free_port() -> int:

@@ -3,8 +3,8 @@ alerting rules against `promtool test rules` (issue 20).
 
 promtool (Debian's `prometheus` package; tools/ci-packaging.sh installs it) lints the file
 of every recorded bundle: it must find nothing to say. dcgm-exporter's join labels are kept as
-it spells them (`gpu`, `UUID`, `pci_bus_id`); its `modelName` is promtool's one objection
-(camelCase), so the model is `model_name`.
+it spells them (`gpu`, `UUID`, `pci_bus_id`, `Hostname`); its `modelName` is promtool's one
+objection (camelCase), so the model is `model_name`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ BUNDLES = REPO / "tests" / "bundles"
 RECORDED = sorted(p.parent for p in BUNDLES.rglob("meta.json") if (p.parent / "nvml.json").exists())
 PROMTOOL = shutil.which("promtool")
 RULES = REPO / "packaging" / "prometheus"
-DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "model_name")
+DCGM_LABELS = ("gpu", "UUID", "pci_bus_id", "model_name", "Hostname")
 
 needs_promtool = pytest.mark.skipif(
     PROMTOOL is None, reason="promtool is not installed (apt-get install prometheus)"
@@ -56,9 +56,9 @@ def test_promtool_check_metrics_is_clean(rendered: str) -> None:
 
 
 def test_every_per_gpu_series_carries_dcgm_exporters_labels(rendered: str) -> None:
-    """Each GPU has one identity across all its series: all four labels, or (a GPU lost
-    before the driver could name it) the index alone, with its bus id where another source
-    (nvidia-smi, sysfs) still knew it; no label is ever empty."""
+    """Each GPU has one identity across all its series: all the labels, or (a GPU lost
+    before any source of the bundle could name it) the index and host, with its bus id where
+    another source (nvidia-smi, sysfs) still knew it; no label is ever empty."""
     identities: dict[str, set[tuple[tuple[str, str], ...]]] = {}
     for family in text_string_to_metric_families(rendered):
         for sample in family.samples:
@@ -74,12 +74,16 @@ def test_every_per_gpu_series_carries_dcgm_exporters_labels(rendered: str) -> No
         assert len(seen) == 1, (gpu, seen)  # one label scheme
         (identity,) = seen
         names = [k for k, _ in identity]
-        assert names in (list(DCGM_LABELS), ["gpu"], ["gpu", "pci_bus_id"]), (gpu, identity)
+        assert names in (
+            list(DCGM_LABELS),
+            ["gpu", "Hostname"],
+            ["gpu", "pci_bus_id", "Hostname"],
+        ), (gpu, identity)
         if names == list(DCGM_LABELS):
             labels = dict(identity)
             assert labels["UUID"].startswith("GPU-")
             assert labels["pci_bus_id"] == labels["pci_bus_id"].upper()
-    assert any(len(next(iter(seen))) == 4 for seen in identities.values())
+    assert any(len(next(iter(seen))) == len(DCGM_LABELS) for seen in identities.values())
 
 
 def test_a_health_series_per_gpu_and_the_pending_remap() -> None:

@@ -179,6 +179,45 @@ def test_random_expressions_agree(
     assert ours == theirs, text
 
 
+# the fact paths `rules validate` finds: the schema of ACTIVATION, closed (`a.nope` is not there)
+_INTEGER = {"type": "integer"}
+A_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **{key: {} for key in ACTIVATION["a"]},
+        "list": {"type": "array", "items": _INTEGER},
+        "m": {"type": "object", "additionalProperties": _INTEGER},
+        "nested": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "x": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"y": _INTEGER},
+                }
+            },
+        },
+    },
+}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=EXPRESSIONS)
+def test_random_expressions_read_the_same_fact_paths(
+    engines: tuple[CelEnvironment, CelEnvironment], text: str
+) -> None:
+    """Each engine's syntax (`CelEnvironment.syntax`, what `rules validate` walks) finds the
+    same undeclared paths in the same order."""
+    from sitscheck.engine.fact_paths import expression_problems
+    from sitscheck.engine.fact_schema import Shape
+
+    names = {"a": Shape(A_SCHEMA, {})}
+    found = [[p.message for p in expression_problems(env.syntax(text), names)] for env in engines]
+    assert found[0] == found[1], text
+
+
 def test_the_generator_reaches_values_and_errors(
     engines: tuple[CelEnvironment, CelEnvironment],
 ) -> None:

@@ -1,6 +1,6 @@
 """Bundles holding only `nvidia-smi-q.txt` (the file operators attach to tickets) get real
-verdicts from the GPU checks: real `-q` outputs of the shared corpus (tests/corpus/smi-q/,
-with sources) and of the recorded 2xH200 node. Expected values are read from each text."""
+verdicts from the GPU checks: real `-q` outputs of the shared corpus (tests/corpus/shared/smi,
+with their sources) and of the recorded 2xH200 node. Expected values are read from each text."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_paths import SHARED_CORPUS
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
 from sitscheck.models import Report, Severity, Status
 
 TESTS = Path(__file__).resolve().parent.parent
-SAMPLES = TESTS / "corpus" / "smi-q"
+SAMPLES = SHARED_CORPUS / "smi"
 RECORDED = TESTS / "bundles" / "h200x2-idle-v1"
 GPU_CHECKS = ("driver", "gpu_telemetry", "memory_errors", "pcie_link")
 
@@ -27,7 +28,7 @@ def q_only(tmp_path: Path, source: Path) -> Path:
 
 
 def sample(prefix: str) -> Path:
-    (path,) = SAMPLES.glob(prefix + "-*.txt")
+    (path,) = SAMPLES.glob(prefix + "-q-*.txt")
     return path
 
 

@@ -2,11 +2,11 @@
 
 Outputs: every recorded bundle (tests/bundles, tests/gpu/bundles, the fault bundles), every
 scenario (tests/rules/rule_scenarios.py), and one-file bundles of real samples of the shared
-corpus (a `--query-gpu` CSV, a `topo -m` matrix, a kernel log with Xid or AER reports, a
-TensorRT build log); one recorded bundle with sysfs AER counter files in the format the
-kernel documents. Each output's facts must validate strictly against its check's model; each
-declared field must be seen in some output (or be listed, with why, in UNSEEN); the per-GPU
-records and the activation the rules engine builds must hold only declared paths.
+corpus (tests/corpus/shared: a `--query-gpu` CSV, a `topo -m` matrix, a kernel log with Xid or
+AER reports, a TensorRT build log); one recorded bundle with sysfs AER counter files in the
+format the kernel documents. Each output's facts must validate strictly against its check's
+model; each declared field must be seen in some output (or be listed, with why, in UNSEEN);
+the per-GPU records and the activation the rules engine builds must hold only declared paths.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from accept_bundles import facts_variants as accept_variants
 from bandwidth_bundles import facts_variants
-from corpus_paths import corpus_root
+from corpus_paths import SHARED_CORPUS
 from infiniband.ib_tree import fact_bundles as ib_fact_bundles
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
@@ -75,6 +75,7 @@ UNSEEN = {
     },
     "driver": {
         ".disagreements[]": "no recorded node's sources disagree (tests/gpu/test_gpu_fusion.py)",
+        ".gpus_on_bus[]": "only where no driver serves the GPUs (tests/faults/test_fault_driver)",
     },
     "memory_errors": {
         ".gpus[].retired_sbe": "page retirement is pre-Ampere (V100/T4): no such GPU recorded",
@@ -103,9 +104,7 @@ def _bundles() -> list[Path]:
 
 def _corpus_bundles(root: Path, target: Path) -> Iterator[tuple[Path, list[str]]]:
     """One-file bundles of the corpus' real samples, and the checks that read them."""
-    corpus = corpus_root()
-    if corpus is None:
-        return
+    corpus = SHARED_CORPUS
     kinds = (
         ("smi/*query-gpu-csv*.txt", "nvidia-smi-query-gpu.csv", None),
         ("topo/*.txt", "nvidia-smi-topo-m.txt", ["topology"]),

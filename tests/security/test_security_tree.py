@@ -129,6 +129,35 @@ def test_every_child_interpreter_is_started_by_child_python() -> None:
     assert "[sys.executable, ISOLATED, " in source and 'ISOLATED = "-I"' in source
 
 
+# Where the package may start a thread: `threads.start_daemon`, which turns a thread the system
+# refuses (`ulimit -v`) into a reason (issue 29, item 9). The probes are child processes of
+# their own: a thread refused there ends that child, which its parent names.
+THREAD_STARTERS = {"healthcheck/threads.py"}
+THREAD_CALLS = {
+    "threading.Thread",
+    "Thread",
+    "threading.Timer",
+    "Timer",
+    "ThreadPoolExecutor",
+    "concurrent.futures.ThreadPoolExecutor",
+    "futures.ThreadPoolExecutor",
+    "_thread.start_new_thread",
+}
+
+
+def test_threads_are_started_in_one_place() -> None:
+    found = sorted(
+        f"{where(path, call)} {dotted(call.func)}"
+        for path in python_files(PACKAGE)
+        for call in calls(path)
+        if dotted(call.func) in THREAD_CALLS
+        and str(path.relative_to(REPO)) not in THREAD_STARTERS
+        and not str(path.relative_to(REPO)).startswith("healthcheck/probes/")
+    )
+    assert found == []
+
+
+
 # ---- commands resolved once, to absolute paths -------------------------------------------------
 
 

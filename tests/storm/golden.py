@@ -88,8 +88,6 @@ def record(folder: Path, checks: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def corpus_samples() -> Iterator[tuple[str, str, Path]]:
     for corpus_set, root in roots().items():
-        if root is None:
-            continue
         for kind in ("aer", "xid"):
             for sample in sorted((root / kind).glob("*.txt")):
                 yield f"{corpus_set}/{kind}/{sample.name}", kind, sample

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from corpus_paths import corpus_root
+from corpus_paths import SHARED_CORPUS
 from sitscheck.checks.tensorrt.check import TensorrtCheck
 from sitscheck.checks.tensorrt.impl import display_name
 from sitscheck.config import RunConfig
@@ -316,8 +316,7 @@ def test_trt_probe_is_off_by_default() -> None:
 
 # --------------------------------------------------------------------------- the corpus
 
-_ROOT = corpus_root()
-_NAMES = sorted(p.name for p in (_ROOT / "trt").glob("*.txt")) if _ROOT else ["<corpus absent>"]
+_NAMES = sorted(p.name for p in (SHARED_CORPUS / "trt").glob("*.txt"))
 # Corpus logs that say what they were built on (all others name no GPU): 016 prints
 # "Compute Capability: 8.6", which no H200 (sm_90) can run.
 _MISMATCHED = {"016-trt10-12-trtexec-device-banner-windows-plugin.txt"}

@@ -96,7 +96,7 @@ def test_without_tensorrt_the_reason_is_the_install_hint_even_without_a_driver(
     (folder / "tensorrt").mkdir(parents=True)
     (folder / "tensorrt" / "h200.log").write_text(H200_BUILD, encoding="utf-8")
     sources = LiveLikeSources(folder)
-    assert sources.driver().state == "absent"
+    assert sources.driver().state == "unknown"  # nothing shows a driver
     out = collect(sources, RunConfig(trt_probe=True))
     assert out.facts["probe"]["reason"] == probe.NOT_INSTALLED
     assert out.facts["gpus"] == []
