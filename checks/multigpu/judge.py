@@ -74,7 +74,8 @@ def _wrong_sums(entries: list[Entry]) -> list[Finding]:
         wrong = result.get("wrong_elements")
         if entry.status != "ok" or not whole(wrong) or not wrong:
             continue
-        nccl = result.get("nccl") if isinstance(result.get("nccl"), dict) else {}
+        raw = result.get("nccl")
+        nccl: dict[str, Any] = raw if isinstance(raw, dict) else {}
         found.append(
             Finding(
                 code="multigpu.allreduce_wrong",

@@ -4,7 +4,7 @@ and whether NVLink SHARP was switched off, which the profile's floors depend on)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from sitscheck.accept.records import PhaseRecord, RecordError, parse_record
 from sitscheck.contract import Sources
@@ -44,5 +44,5 @@ def whole(value: Any, least: int = 0) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0

@@ -20,6 +20,7 @@ import pytest
 from bandwidth_bundles import facts_variants
 from corpus_paths import corpus_root
 from infiniband.ib_tree import fact_bundles as ib_fact_bundles
+from multigpu_bundles import fact_bundles as multigpu_fact_bundles
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
 from sitscheck.app import RunRequest, open_sources
@@ -173,6 +174,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources.append((int8, ["tensorrt"], {"trt_probe": True}))  # a replay never probes: why
     sources.append((_gpus_missing_from_the_matrix(root), ["topology"], {}))
     sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
+    checks = ["bandwidth", "multigpu"]
+    sources += [(b, checks, {}) for b in multigpu_fact_bundles(root / "multigpu")]
     sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:

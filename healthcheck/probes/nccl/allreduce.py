@@ -52,11 +52,14 @@ def nccl_unavailable(world: int) -> str | None:
     if why is not None:
         return f"{why} (NCCL's all-reduce runs through PyTorch's torch.distributed)"
     import torch
-    import torch.distributed as dist
 
     count = torch.cuda.device_count()
     if count < world:
         return f"PyTorch sees {count} CUDA device(s) of the phase's {world}"
+    try:
+        import torch.distributed as dist
+    except ImportError as exc:
+        return f"PyTorch {torch.__version__} has no torch.distributed ({exc})"
     if not dist.is_available() or not dist.is_nccl_available():
         return f"PyTorch {torch.__version__} has no NCCL (torch.distributed's nccl backend)"
     return None
