@@ -95,12 +95,8 @@ def _hung(entries: list[Entry]) -> list[Finding]:
     if not hung or any(e.status not in STARTED for e in entries):
         return []  # none hung, or they waited for a rank that failed or never started
     if len(hung) == len(entries):
-        gpus = ", ".join(str(e.index) for e in hung)
-        return [Finding(
-            code="multigpu.workload_hung",
-            severity=Severity.CRITICAL,
-            message=f"GPUs {gpus}: NCCL's all-reduce over them {hung[0].reason}",
-        )]  # fmt: skip
+        return [Finding(code="multigpu.workload_hung", severity=Severity.CRITICAL,
+                        message=_all_hung(hung))]  # fmt: skip
     return [
         Finding(
             code="multigpu.workload_hung",
@@ -111,6 +107,19 @@ def _hung(entries: list[Entry]) -> list[Finding]:
         )
         for entry in hung
     ]
+
+
+def _all_hung(hung: list[Entry]) -> str:
+    """Every rank stopped responding: the collective, not one GPU, is named; what each rank
+    was doing, grouped (a rank that never joined and the ranks that waited for it differ)."""
+    doing: dict[str, list[str]] = {}
+    for entry in hung:
+        doing.setdefault(entry.reason or "stopped responding; killed", []).append(str(entry.index))
+    gpus = ", ".join(str(e.index) for e in hung)
+    if len(doing) == 1:
+        return f"GPUs {gpus}: NCCL's all-reduce over them {next(iter(doing))}"
+    each = "; ".join(f"GPU {', '.join(ids)}: {reason}" for reason, ids in doing.items())
+    return f"GPUs {gpus}: NCCL's all-reduce over them stopped responding ({each})"
 
 
 def _unknown(record: PhaseRecord, findings: list[Finding]) -> str | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,9 @@ from .plan import PlannedPhase
 
 PASSED_ON = ("NCCL_", "NVSHMEM_", "TORCH_SYMM_MEM_")
 RENDEZVOUS = "rendezvous"  # the FileStore's file in the phase's own folder
+# A rank's time is the phase's to its deadline (its start-up, PyTorch and NCCL's communicator
+# included, vary the most) less this, for printing its result and being reaped.
+RESERVE_S = 2.0
 
 
 def nccl_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -53,8 +57,9 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
         store = os.path.join(home, RENDEZVOUS)
 
         def args_for(target: Target) -> list[str]:
+            seconds = max(deadline - time.monotonic() - RESERVE_S, 1.0)  # until the deadline
             return ["--rank", str(ranks[target.index]), "--world", str(len(targets)),
-                    "--rendezvous", store, "--seconds", f"{phase.work_s:.1f}",
+                    "--rendezvous", store, "--seconds", f"{seconds:.1f}",
                     *_injected(ctx, phase, target)]  # fmt: skip
 
         children = run_children(

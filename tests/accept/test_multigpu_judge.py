@@ -80,6 +80,20 @@ def test_a_collective_every_rank_hung_in_is_one_node_finding() -> None:
     assert finding.message == f"GPUs 0, 1, 2, 3, 4, 5, 6, 7: NCCL's all-reduce over them {why}"
 
 
+def test_a_rank_that_never_joined_and_the_ranks_waiting_for_it_are_one_node_finding() -> None:
+    data = healthy()
+    never = "stopped responding while nccl: a rank that never joins (test-only --inject hang)"
+    waiting = "stopped responding while nccl: joining 8 ranks; killed"
+    for index in range(8):
+        set_status(data, index, "hung", f"{never}; killed" if index == 1 else waiting)
+    (finding,) = judged(data).findings
+    assert finding.device is None
+    assert finding.message == (
+        "GPUs 0, 1, 2, 3, 4, 5, 6, 7: NCCL's all-reduce over them stopped responding "
+        f"(GPU 0, 2, 3, 4, 5, 6, 7: {waiting}; GPU 1: {never}; killed)"
+    )
+
+
 def test_a_rank_that_hung_after_the_others_finished_names_its_gpu() -> None:
     data = healthy()
     set_status(data, 5, "hung", "stopped responding while nccl: all-reduce, checking the sums; "

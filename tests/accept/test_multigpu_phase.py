@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from sitscheck.accept.children import Target
 from sitscheck.accept.gpus import NodeGpus
-from sitscheck.accept.multigpu import PASSED_ON, run_multigpu
+from sitscheck.accept.multigpu import PASSED_ON, RESERVE_S, run_multigpu
 from sitscheck.accept.phases import Injection, PhaseContext, record_name, run_plan
 from sitscheck.accept.plan import Plan, PlannedPhase
 
@@ -64,6 +64,8 @@ def test_every_rank_sees_every_gpu_and_the_ranks_meet_in_the_phases_own_folder(
         args = got["args"]
         assert args[args.index("--rank") + 1] == str(index)
         assert args[args.index("--world") + 1] == "3"
+        # its time: the phase's, to its deadline, less what printing and reaping take
+        assert 0 < float(args[args.index("--seconds") + 1]) <= 30.0 - RESERVE_S
         assert "--inject" not in args
         assert got["folder_mode"] == 0o700
         folders.add(got["folder"])

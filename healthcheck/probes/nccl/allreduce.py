@@ -5,12 +5,17 @@ the ranks must share (the message size, the number of timed all-reduces) is agre
 all-reduce that takes the smallest proposal, so no rank waits for a collective another never
 makes.
 
-- size: Azure NHC's 16 GiB (`all_reduce_perf -b 16G -e 16G`), at most a quarter of any GPU's
-  free memory, and small enough that the warm-up, the timed all-reduces and the check fit in
-  half the time left (measured first on PROBE_BYTES); float32, nccl-tests' default type.
+- size: Azure NHC's 16 GiB (`all_reduce_perf -b 16G -e 16G`; the profiles' floors hold for
+  it), or a quarter of the smallest free memory where that is less; float32, nccl-tests'
+  default type. Where the warm-up, the timed all-reduces and the check would not fit in half
+  the time left (estimated on PROBE_BYTES first), no figure is given, with the reason: a
+  smaller message would read slower than the board is (a false alarm against the floors).
 - time: WARMUP all-reduces, then MIN_ITERATIONS to MAX_ITERATIONS back to back, timed by the
   wall clock around them with the stream synchronised, as nccl-tests times them; the ranks'
   times are averaged (nccl-tests' default, `-a 1`).
+- waiting: the ranks wait for each other (rendezvous, NCCL's communicator, each collective)
+  past the phase's deadline, so the parent decides what stopped responding: a rank that never
+  joins leaves the others waiting until they are all killed, never failing before it.
 - check: each rank fills the buffer with rank + 1 and all-reduces it once more; every element
   must then read n(n+1)/2, a small integer and so exact in float32 (nccl-tests' `-c 1` checks
   its results too). A rank whose sums are wrong names its GPU.
@@ -33,7 +38,7 @@ MIB = 1 << 20
 GIB = 1 << 30
 DEFAULT_BYTES = 16 * GIB
 PROBE_BYTES = 64 * MIB
-MIN_BYTES = 1 * MIB
+WAIT_GRACE_S = 60.0  # the ranks' timeouts run this far past their time: the parent kills first
 FREE_SHARE = 4  # the buffer takes at most 1/FREE_SHARE of a GPU's free memory
 ELEMENT_BYTES = 4  # float32
 WARMUP = 2
@@ -114,7 +119,9 @@ class _Rank:
         self.channel.doing(f"nccl: joining {self.world} ranks")
         self._join(rendezvous, seconds)
         self.channel.doing("nccl: first all-reduce (connecting the ranks)")
-        nbytes = self._size(wanted, deadline)
+        nbytes, short = self._size(wanted, deadline)
+        if short is not None:
+            return {"rank": self.rank, "nccl": None, "nccl_reason": short}
         buffer = self.torch.zeros(
             nbytes // ELEMENT_BYTES, dtype=self.torch.float32, device=self.device
         )
@@ -154,27 +161,33 @@ class _Rank:
     def _join(self, rendezvous: str, seconds: float) -> None:
         dist = self.dist
         store = dist.FileStore(rendezvous, self.world)
-        options: dict[str, Any] = {"timeout": timedelta(seconds=max(seconds, 1.0))}
+        options: dict[str, Any] = {"timeout": timedelta(seconds=seconds + WAIT_GRACE_S)}
         if "device_id" in inspect.signature(dist.init_process_group).parameters:
             options["device_id"] = self.device  # PyTorch 2.3 on: the communicator made now
         dist.init_process_group(
             "nccl", store=store, rank=self.rank, world_size=self.world, **options
         )
 
-    def _size(self, wanted: int, deadline: float) -> int:
-        """The message size every rank can hold and time before the deadline (the smallest
-        of the ranks' proposals), in whole float32 elements."""
+    def _size(self, wanted: int, deadline: float) -> tuple[int, str | None]:
+        """The message every rank holds (the smallest of the ranks' proposals, in whole float32
+        elements), or why there is no time to time it."""
         torch = self.torch
         free, _total = torch.cuda.mem_get_info(self.device)
         probe = torch.zeros(PROBE_BYTES // ELEMENT_BYTES, dtype=torch.float32, device=self.device)
         self._timed(probe, 1)  # the first all-reduce connects the ranks: not timed
         per_byte = self._timed(probe, WARMUP) / PROBE_BYTES
         del probe
+        held = int(self._agreed_min(min(wanted, free // FREE_SHARE)))
+        left = max(deadline - time.monotonic(), 0.0)
         ops = WARMUP + MIN_ITERATIONS + 1
-        by_time = max(deadline - time.monotonic(), 0.0) * TIMED_SHARE / ops / per_byte
-        proposal = max(min(wanted, free // FREE_SHARE, int(by_time)), MIN_BYTES)
-        agreed = int(self._agreed_min(proposal))
-        return agreed - agreed % ELEMENT_BYTES
+        fits = self._agreed_min(left * TIMED_SHARE / ops / per_byte)  # bytes, every rank's
+        if fits < held:
+            need = held * per_byte * ops / TIMED_SHARE
+            return 0, (
+                f"too little time left to time a {held}-byte all-reduce: {left:.1f} s after "
+                f"start-up, about {need:.1f} s needed (give `accept` a larger --budget)"
+            )
+        return held - held % ELEMENT_BYTES, None
 
     def _timed(self, buffer: Any, iterations: int) -> float:
         """Seconds per all-reduce of `buffer`, `iterations` back to back (the ranks lined up
