@@ -2,7 +2,7 @@
 over an 8x H200 node composed from real recordings (tests/multigpu_bundles.py) and the
 recorded 2x H200: a healthy board's figure passes, a board below the profile's floor is
 critical, with NVLink SHARP switched off or on fewer GPUs the rings' floor holds instead, and a
-profile without floors judges nothing."""
+profile without floors judges nothing; the board's peer-to-peer matrix, pair by pair."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from bandwidth_bundles import RULE_FILE, two_gpus
+from bandwidth_bundles import RULE_FILE, record, two_gpus, write_record
 from multigpu_bundles import (
     HEALTHY_BUS_GBS,
     RING_BUS_GBS,
@@ -150,3 +150,31 @@ def test_without_nccl_the_multigpu_check_is_unknown_and_bandwidth_still_judged(
     judged = {v.rule: v.status for v in report.verdicts if v.rule.startswith("bandwidth.")}
     assert judged["bandwidth.h2d_low"] == Status.OK  # the other figures are still judged
     assert all(f.severity != Severity.CRITICAL for f in bandwidth.findings)
+
+
+def test_the_peer_matrix_of_eight_gpus_is_judged_pair_by_pair(tmp_path: Path) -> None:
+    """The multi-GPU phase's peer-to-peer matrix is the bandwidth probe's: all 56 ordered
+    pairs of the healthy board judged over their 18 NVLinks, quiet; one pair at half its
+    figure is low; a pair that refuses peer access is a hole in the matrix, not a pass."""
+    bundle = eight_h200(tmp_path)
+    report = replay(bundle)
+    bandwidth = report.check("bandwidth")
+    assert bandwidth is not None
+    assert {(p["via"], p["nvlinks"]) for p in bandwidth.facts["pairs"]} == {("nvlink", 18)}
+    assert not [n for n in bandwidth.not_judged if "peer write" in n]
+    quiet = {v.rule: v.status for v in report.verdicts if v.rule.startswith("bandwidth.p2p")}
+    assert set(quiet.values()) == {Status.OK} and "bandwidth.p2p_refused" in quiet
+    data = record(bundle)
+    slow = next(p for p in data["p2p"] if (p["src"], p["dst"]) == (5, 2))
+    slow["gbs"] = round(slow["gbs"] / 2, 2)
+    data["p2p"] = [p for p in data["p2p"] if (p["src"], p["dst"]) != (3, 6)]
+    data["p2p_refused"] = [{"src": 3, "dst": 6, "reason": "no peer access"}]
+    write_record(bundle, data)
+    report = replay(bundle)
+    fired_now = {v.rule: v for v in report.verdicts if v.status != Status.OK and
+                 v.rule.startswith("bandwidth.p2p")}  # fmt: skip
+    assert sorted(fired_now) == ["bandwidth.p2p_nvlink_low", "bandwidth.p2p_refused"]
+    assert "GPU5→GPU2" in fired_now["bandwidth.p2p_nvlink_low"].message
+    refused = fired_now["bandwidth.p2p_refused"]
+    assert refused.status == Status.WARNING
+    assert refused.message.startswith("1 ordered GPU pair(s) refused peer access, first GPU3→GPU6")
