@@ -24,7 +24,7 @@ class MultiGpuCheck(LazyCheck):
         record=RECORD,
         summary="NCCL's all-reduce (PyTorch's torch.distributed), one rank per GPU, every GPU "
         "of the phase at once: bus bandwidth as nccl-tests counts it, and the sums checked",
-        share=0.08,
+        share=0.10,  # 30 s of the default 300 (the phase runs from 20 s: MIN_PHASE_S)
         order=50,
         multi_gpu=True,
         startup_s=12.0,  # an interpreter and PyTorch per rank, then NCCL's communicator

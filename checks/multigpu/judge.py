@@ -1,12 +1,13 @@
 """The `multigpu` check's work: how each rank of the all-reduce ended, and its checked sums.
 
 Verdicts without thresholds: a rank whose sums read wrong is critical for its GPU
-(`multigpu.allreduce_wrong`). Ranks that stopped responding: where another rank failed or never
-started, they were waiting for it, and the check is UNKNOWN with the failure's reason; where
-every rank stopped responding, the collective itself hung (one node finding, for no single
-GPU can be named); where the others finished, the GPU that hung is named. No NCCL to run (no
-PyTorch, no CUDA, no NCCL in PyTorch), a failed, interrupted or missing rank: UNKNOWN with
-the reason, never a pass.
+(`multigpu.allreduce_wrong`). Ranks that stopped responding: where another rank failed, never
+started or was still starting (PyTorch's import, CUDA: the GPUs ran the earlier phases, so a
+slow start-up, not a fault) when the phase ended, they were waiting for it, and the check is
+UNKNOWN with the reason; where every rank stopped responding in NCCL, the collective itself
+hung (one node finding, for no single GPU can be named); where the others finished, the GPU
+that hung is named. No NCCL to run (no PyTorch, no CUDA, no NCCL in PyTorch), a failed,
+interrupted or missing rank: UNKNOWN with the reason, never a pass.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sitscheck.accept.records import Entry, PhaseRecord, RecordError, applicable
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Severity
+from sitscheck.probes.nccl import STARTING
 
 from .check import RECORD
 from .result import nccl_figure, whole
@@ -92,8 +94,8 @@ def _wrong_sums(entries: list[Entry]) -> list[Finding]:
 
 def _hung(entries: list[Entry]) -> list[Finding]:
     hung = [e for e in entries if e.status == "hung"]
-    if not hung or any(e.status not in STARTED for e in entries):
-        return []  # none hung, or they waited for a rank that failed or never started
+    if not hung or any(e.status not in STARTED or _stalled(e) for e in entries):
+        return []  # none hung, or they waited for a rank that failed or did not start
     if len(hung) == len(entries):
         return [Finding(code="multigpu.workload_hung", severity=Severity.CRITICAL,
                         message=_all_hung(hung))]  # fmt: skip
@@ -107,6 +109,11 @@ def _hung(entries: list[Entry]) -> list[Finding]:
         )
         for entry in hung
     ]
+
+
+def _stalled(entry: Entry) -> bool:
+    """A rank killed at the phase's end before it had PyTorch and CUDA up."""
+    return entry.status == "hung" and entry.doing in (None, STARTING)
 
 
 def _all_hung(hung: list[Entry]) -> str:
@@ -128,9 +135,12 @@ def _unknown(record: PhaseRecord, findings: list[Finding]) -> str | None:
     if not record.gpus:
         return "multigpu: no GPU took part (NVML saw none to load)"
     failed = [e for e in record.gpus if e.status not in STARTED]
-    if failed:
+    stalled = [e for e in record.gpus if _stalled(e)]
+    if failed or stalled:
         why = [f"GPU {e.index}: {e.status}: {e.reason}" for e in failed]
-        waited = [str(e.index) for e in record.gpus if e.status == "hung"]
+        why += [f"GPU {e.index}: still starting (PyTorch, CUDA) at the phase's end: killed "
+                "(a larger --budget gives it time)" for e in stalled]  # fmt: skip
+        waited = [str(e.index) for e in record.gpus if e.status == "hung" and not _stalled(e)]
         if waited:
             why.append(f"GPU(s) {', '.join(waited)} waited for them and were killed at the "
                        "phase's end")  # fmt: skip

@@ -35,6 +35,9 @@ RENDEZVOUS = "rendezvous"  # the FileStore's file in the phase's own folder
 # A rank's time is the phase's to its deadline (its start-up, PyTorch and NCCL's communicator
 # included, vary the most) less this, for printing its result and being reaped.
 RESERVE_S = 2.0
+# Below this, the ranks would still be starting (an interpreter and PyTorch each, CUDA, NCCL's
+# communicator: ~6 s for one rank on an H200, more for eight) when the phase ends: not run.
+MIN_PHASE_S = 20.0
 
 
 def nccl_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -53,6 +56,14 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
         return _fields(None, alone + blocked, {"nccl": None, "nccl_reason": why})
     ranks = {t.index: rank for rank, t in enumerate(targets)}
     deadline = ctx.began + phase.start_s + phase.seconds
+    left = deadline - time.monotonic()
+    if left < MIN_PHASE_S:
+        why = (
+            f"not run: the phase's {max(left, 0.0):.0f} s is too short for NCCL's start-up "
+            f"and a 16 GiB all-reduce (at least {MIN_PHASE_S:.0f} s: a larger --budget)"
+        )
+        short = [not_run_entry(ctx, t.index, why) for t in targets]
+        return _fields(None, short + blocked, {"nccl": None, "nccl_reason": why})
     with tempfile.TemporaryDirectory(prefix="sitscheck-nccl-", ignore_cleanup_errors=True) as home:
         store = os.path.join(home, RENDEZVOUS)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sitscheck.probes.nccl import MODULE
+from sitscheck.probes.nccl import MODULE, STARTING
 from sitscheck.probes.nccl.__main__ import arguments, check_rendezvous
 from sitscheck.probes.nccl.allreduce import DEFAULT_BYTES, nvls_disabled
 from sitscheck.sources import child_python
@@ -87,7 +87,8 @@ def test_a_rank_without_nccl_says_why_and_measures_nothing(
     monkeypatch.syspath_prepend(str(stand_in(tmp_path / "site", files)))
     code, lines, _ = run_rank(*rank_of(world, home))
     assert code == 0
-    assert [line["event"] for line in lines] == ["result"]
+    assert [line["event"] for line in lines] == ["doing", "result"]
+    assert lines[0]["what"] == STARTING
     result = lines[-1]
     assert result["rank"] == 0 and result["nccl"] is None
     assert result["nccl_reason"].startswith(reason)

@@ -16,6 +16,7 @@ from sitscheck.checks.multigpu.judge import judge
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckOutput
 from sitscheck.models import Severity, Status
+from sitscheck.probes.nccl import STARTING
 
 GPUS = [{"index": i, "uuid": f"GPU-0000000{i}", "pci_bus_id": f"00000000:{0x18 + i:02x}:00.0",
          "name": "NVIDIA H200"} for i in range(8)]  # fmt: skip
@@ -63,6 +64,22 @@ def test_ranks_waiting_for_a_failed_one_are_no_hang() -> None:
     assert out.error is not None
     assert out.error.startswith("GPU 3: failed: NCCL error: unhandled cuda error")
     assert "GPU(s) 0, 1, 2, 4, 5, 6, 7 waited for them" in out.error
+
+
+def test_ranks_still_starting_at_the_phases_end_are_no_hang() -> None:
+    data = healthy()
+    for index in range(8):
+        set_status(data, index, "hung", "stopped responding while nccl: joining 8 ranks; killed")
+        data["gpus"][index]["doing"] = "nccl: joining 8 ranks"
+    data["gpus"][6].update(doing=STARTING, reason=f"stopped responding while {STARTING}; killed")
+    data["result"] = {"nccl": None, "nccl_reason": "no rank finished the all-reduce"}
+    out = judged(data)
+    assert out.findings == []
+    assert out.error == (
+        "GPU 6: still starting (PyTorch, CUDA) at the phase's end: killed (a larger --budget "
+        "gives it time); GPU(s) 0, 1, 2, 3, 4, 5, 7 waited for them and were killed at the "
+        "phase's end"
+    )
 
 
 def test_a_collective_every_rank_hung_in_is_one_node_finding() -> None:

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from sitscheck.accept import multigpu
 from sitscheck.accept.children import Target
 from sitscheck.accept.gpus import NodeGpus
-from sitscheck.accept.multigpu import PASSED_ON, RESERVE_S, run_multigpu
+from sitscheck.accept.multigpu import MIN_PHASE_S, PASSED_ON, RESERVE_S, run_multigpu
 from sitscheck.accept.phases import Injection, PhaseContext, record_name, run_plan
 from sitscheck.accept.plan import Plan, PlannedPhase
 
@@ -40,9 +41,12 @@ def phase(count: int, seconds: float = 30.0) -> PlannedPhase:
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No NCCL settings, no stand-in behaviour, and phases of seconds allowed (the stand-in
+    ranks start in a fraction of one)."""
     for key in list(os.environ):
         if key.startswith((*PASSED_ON, "SITSCHECK_TEST_RANK_")):
             monkeypatch.delenv(key)
+    monkeypatch.setattr(multigpu, "MIN_PHASE_S", 1.0)
     return monkeypatch
 
 
@@ -146,6 +150,17 @@ def test_a_blocked_gpu_leaves_one_and_no_rank_starts(clean_env: pytest.MonkeyPat
     assert fields["gpus"][1]["reason"] == why
     assert "fewer than two GPUs" in fields["gpus"][0]["reason"]
     assert fields["result"]["nccl"] is None and fields["engine"] is None
+
+
+def test_a_phase_too_short_for_nccls_start_up_starts_no_rank(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A budget that leaves the phase less than MIN_PHASE_S: the ranks would be killed while
+    starting (a false hang); not run, with the reason."""
+    fields = run_multigpu(phase(2, seconds=MIN_PHASE_S - 1), context(2), module=FAKE)
+    assert [g["status"] for g in fields["gpus"]] == ["not_run", "not_run"]
+    assert fields["gpus"][0]["reason"].startswith("not run: the phase's")
+    assert "a larger --budget" in fields["result"]["nccl_reason"]
 
 
 def test_a_stop_marks_the_ranks_interrupted_and_reads_memory_after(

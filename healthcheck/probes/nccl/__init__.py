@@ -12,3 +12,6 @@ time (https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md).
 """
 
 MODULE = "sitscheck.probes.nccl"  # what the parent starts, once per rank
+# What a rank says it does before PyTorch and CUDA are up: one still doing it at the phase's
+# end did not start in time (a slow start-up, not a collective that stopped responding).
+STARTING = "nccl: starting (PyTorch, CUDA)"

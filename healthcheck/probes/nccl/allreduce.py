@@ -33,6 +33,7 @@ from typing import Any
 
 from ..accept.child import Channel
 from ..accept.gemm import torch_available
+from . import STARTING
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -92,6 +93,7 @@ def measure(
     `nccl` null with `nccl_reason` where NCCL cannot run here. `inject` "hang": the rank
     never joins (test-only: the others wait for it until the phase's deadline)."""
     deadline = time.monotonic() + seconds
+    channel.doing(STARTING)
     why = nccl_unavailable(world)
     if why is not None:
         return {"rank": rank, "nccl": None, "nccl_reason": why}
