@@ -61,8 +61,8 @@ OutputOpt = Annotated[
         "--output",
         "-o",
         metavar="NAME[=PATH]",
-        help="table | text | json[=PATH] | junit=PATH | npd | prom=DIR, or a plugin's "
-        "(repeatable).",
+        help="table | text | json[=PATH] | junit=PATH | npd | prom=DIR | html=PATH, or a "
+        "plugin's (repeatable).",
     ),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show evidence.")]

@@ -10,6 +10,7 @@ from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
 
 from .check import RECORD
+from .series import soak_series
 from .stats import iteration_stats, reason_seconds, slope_c_per_min, steady_from, summary
 
 SAMPLE_PERIOD_S = 1.0
@@ -29,6 +30,7 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
         result = entry.result or {}
         facts = gpu_facts(entry, result)
         out.facts["gpus"].append(facts)
+        out.series.append(soak_series(entry, result, facts["steady_from_s"]))
         labels = {"gpu": str(entry.index)}
         for name, value, unit in (
             ("sitscheck.accept.soak.tflops", facts["tflops"]["median"], "TFLOP/s"),
