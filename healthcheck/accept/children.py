@@ -77,14 +77,17 @@ def run_children(
     stop: Callable[[], bool],
     on_progress: Progress | None = None,
     env: dict[str, str] | None = None,
+    visible: str | None = None,
 ) -> list[Child]:
     """Start one child per target, read them until each ends or `deadline`; never outlives it.
-    `stop()` true (a signal came) ends them all at once as interrupted."""
+    `stop()` true (a signal came) ends them all at once as interrupted. `visible`: the
+    CUDA_VISIBLE_DEVICES of every child (the ranks of a multi-GPU workload each see all the
+    phase's GPUs); by default each child sees its own GPU alone."""
     children = [Child(target) for target in targets]
     selector = selectors.DefaultSelector()
     try:
         for child in children:
-            _start(child, module, args_for(child.target), env, selector)
+            _start(child, module, args_for(child.target), env, selector, visible)
         _listen(children, selector, deadline, stop, on_progress)
     finally:
         _end_all(children, stop)
@@ -98,8 +101,12 @@ def _start(
     args: list[str],
     env: dict[str, str] | None,
     selector: selectors.BaseSelector,
+    visible: str | None = None,
 ) -> None:
-    extra = {"CUDA_VISIBLE_DEVICES": child.target.uuid, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    extra = {
+        "CUDA_VISIBLE_DEVICES": visible or child.target.uuid,
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
     child.started = time.monotonic()
     try:
         child.process = child_python.start(

@@ -63,7 +63,7 @@ def run_plan(
     records: dict[str, str] = {}
     for phase in plan.phases:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        if phase.skipped is None and not ctx.stopped() and _targets(phase, ctx):
+        if phase.skipped is None and not ctx.stopped() and phase_targets(phase, ctx):
             _cool_down(ctx, phase)
         if phase.skipped is not None:
             record = _record(phase, started_at, None, [], skipped=phase.skipped)
@@ -113,12 +113,12 @@ def _cool_down(ctx: PhaseContext, phase: PlannedPhase) -> None:
         time.sleep(min(0.2, max(until - time.monotonic(), 0.0)))
 
 
-def _targets(phase: PlannedPhase, ctx: PhaseContext) -> list[Target]:
+def phase_targets(phase: PlannedPhase, ctx: PhaseContext) -> list[Target]:
     return [t for t in ctx.gpus.targets if t.index in phase.gpus and t.index not in ctx.blocked]
 
 
 def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> dict[str, Any]:
-    targets = _targets(phase, ctx)
+    targets = phase_targets(phase, ctx)
     deadline = ctx.began + phase.start_s + phase.seconds
     before = _around(phase, ctx, targets)
     sampler = Sampler(ctx.gpus, [t.index for t in targets]) if phase.name == "soak" else None
@@ -138,7 +138,7 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
     engine = next((c.engine for c in children if c.engine), None)
     blocked = [g for g in phase.gpus if g in ctx.blocked]
     entries = [c.as_record() for c in children] + [
-        _not_run_entry(ctx, g, ctx.blocked[g]) for g in blocked
+        not_run_entry(ctx, g, ctx.blocked[g]) for g in blocked
     ]
     entries.sort(key=lambda e: int(e["index"]))  # type: ignore[call-overload]
     return _record(phase, started_at, engine, entries)
@@ -216,9 +216,9 @@ def _record(
 
 
 def _not_run(ctx: PhaseContext, phase: PlannedPhase, why: str) -> list[dict[str, Any]]:
-    return [_not_run_entry(ctx, g, ctx.blocked.get(g, why)) for g in phase.gpus]
+    return [not_run_entry(ctx, g, ctx.blocked.get(g, why)) for g in phase.gpus]
 
 
-def _not_run_entry(ctx: PhaseContext, index: int, why: str) -> dict[str, Any]:
+def not_run_entry(ctx: PhaseContext, index: int, why: str) -> dict[str, Any]:
     target = next(t for t in ctx.gpus.targets if t.index == index)
     return {**Child(target, status="not_run", reason=why).as_record(), "seconds": None}

@@ -51,6 +51,7 @@ class PhaseRecord(Struct, frozen=True):
     engine: str | None
     skipped: str | None
     gpus: list[Entry] = field(default_factory=list)
+    result: dict[str, Any] | None = None  # a node-level phase's own result (multigpu)
 
 
 def parse_record(text: str) -> PhaseRecord:
@@ -77,11 +78,13 @@ def parse_record(text: str) -> PhaseRecord:
                 result=result if isinstance(result, dict) else None,
             )
         )
+    result = data.get("result")
     return PhaseRecord(
         phase=str(data.get("phase")),
         engine=_text(data.get("engine")),
         skipped=_text(data.get("skipped")),
         gpus=entries,
+        result=result if isinstance(result, dict) else None,
     )
 
 

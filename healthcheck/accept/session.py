@@ -23,6 +23,7 @@ from ..probes.bandwidth import BANDWIDTH_JSON
 from ..sources.base import Sources
 from .children import Child
 from .gpus import NodeGpus
+from .multigpu import run_multigpu
 from .phases import Injection, PhaseContext, run_plan
 from .plan import Plan, PlannedPhase
 
@@ -81,7 +82,10 @@ class Acceptance:
             blocked=dict(self.blocked),
             baseline_used=self.baseline_used,
         )
-        extra = {"bandwidth": lambda phase: _bandwidth(sources, phase)}
+        extra = {
+            "bandwidth": lambda phase: _bandwidth(sources, phase),
+            "multigpu": lambda phase: run_multigpu(phase, ctx),
+        }
         self.records = run_plan(self.plan, ctx, extra)
         records = getattr(sources, "records", None)
         if isinstance(records, dict):

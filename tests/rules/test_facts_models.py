@@ -21,6 +21,7 @@ from accept_bundles import facts_variants as accept_variants
 from bandwidth_bundles import facts_variants
 from corpus_paths import SHARED_CORPUS
 from infiniband.ib_tree import fact_bundles as ib_fact_bundles
+from multigpu_bundles import fact_bundles as multigpu_fact_bundles
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
 from sitscheck.app import RunRequest, open_sources
@@ -175,6 +176,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
     accept = ["memtest", "compute", "soak"]
     sources += [(b, accept, {}) for b in accept_variants(root / "accept")]
+    checks = ["bandwidth", "multigpu"]
+    sources += [(b, checks, {}) for b in multigpu_fact_bundles(root / "multigpu")]
     sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
