@@ -1,0 +1,1 @@
+"""Stand-in acceptance workloads for the parent's tests (no GPU): see `behave`."""
