@@ -43,10 +43,7 @@ def prepare(
     began = time.monotonic()
     if engine not in ENGINES:
         raise Refused(f"--engine {engine}: one of {', '.join(ENGINES)}")
-    phases = [
-        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu, w.startup_s)
-        for w in declared.workloads
-    ]
+    phases = phase_shares(declared)
     names = [p.name for p in phases]
     for name in skip:
         if name not in names:
@@ -66,6 +63,14 @@ def prepare(
         config, plan, node or NodeGpus.empty(), engine, began, stopped, show_progress,
         declared, [_injection(text) for text in injections],
     )  # fmt: skip
+
+
+def phase_shares(declared: DeclaredEvidence) -> list[PhaseShare]:
+    """The declared workloads as the plan takes them, in plan order."""
+    return [
+        PhaseShare(w.phase, w.share, w.module, w.cooldown_s, w.multi_gpu, w.startup_s)
+        for w in declared.workloads
+    ]
 
 
 def _node_gpus(config: RunConfig) -> NodeGpus | None:
