@@ -18,10 +18,11 @@ from ..config import RunConfig
 from ..contract.declarations import declaration_of
 from ..contract.evidence import DeclaredEvidence
 from ..contract.registry import BrokenCheck
-from ..models import CheckResult, Severity
+from ..models import CheckResult, Device, Severity
 from ..probes.bandwidth import BANDWIDTH_JSON
 from ..sources.base import Sources
-from .children import Child
+from ..sources.nvml_record import normalise_bus_id
+from .children import Child, Target
 from .gpus import NodeGpus
 from .phases import Injection, PhaseContext, run_plan
 from .plan import Plan, PlannedPhase
@@ -70,7 +71,7 @@ class Acceptance:
         again = [c for c in checks if not _workload(c) and _reads_kernel_log(c)]
         passive = run_checks([c for c in checks if not _workload(c)], sources, self.config,
                              settings, deadline=deadline)  # fmt: skip
-        self.blocked = blocked_gpus(passive, [t.index for t in self.gpus.targets])
+        self.blocked = blocked_gpus(passive, self.gpus.targets)
         ctx = PhaseContext(
             gpus=self.gpus,
             began=self.began,
@@ -132,19 +133,36 @@ def _reads_kernel_log(check: Any) -> bool:
     return not isinstance(check, BrokenCheck) and declaration_of(check).kernel_log is not None
 
 
-def blocked_gpus(results: Sequence[CheckResult], indices: Sequence[int]) -> dict[int, str]:
-    """GPU index -> why no load goes on it: its critical passive findings (a finding of the
-    whole node that is critical, such as a driver that serves no GPU, blocks every GPU)."""
+def blocked_gpus(results: Sequence[CheckResult], targets: Sequence[Target]) -> dict[int, str]:
+    """GPU index -> why no load goes on it: its critical passive findings. A critical finding
+    of the whole node (no device: a driver that serves no GPU) blocks every GPU; one on a
+    device that is none of the GPUs (a NIC's port, a PCIe switch) blocks none."""
     blocked: dict[int, str] = {}
     for result in results:
         for finding in result.findings:
             if finding.severity != Severity.CRITICAL:
                 continue
             why = f"not run: {finding.code} (critical) before the phase: {finding.message}"
-            index = finding.device.index if finding.device else None
-            for gpu in indices if index is None else [index]:
+            for gpu in _gpus_of(finding.device, targets):
                 blocked.setdefault(gpu, why)
     return blocked
+
+
+def _gpus_of(device: Device | None, targets: Sequence[Target]) -> list[int]:
+    """The GPUs a finding's device is, by the most stable identity both sides know: UUID,
+    then PCI bus id, then index (a device named by bus id alone that is no GPU is none)."""
+    if device is None:
+        return [t.index for t in targets]
+    bus = normalise_bus_id(device.pci_bus_id)
+    return [t.index for t in targets if _same(device, bus, t)]
+
+
+def _same(device: Device, bus: str | None, target: Target) -> bool:
+    if device.uuid and target.uuid:
+        return device.uuid == target.uuid
+    if bus and target.pci_bus_id:
+        return bus == normalise_bus_id(target.pci_bus_id)
+    return device.index is not None and device.index == target.index
 
 
 def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:

@@ -9,8 +9,9 @@ BEHAVIOUR (default `ok`) is one of `BEHAVIOURS`. The parent picks it per GPU wit
 `--inject FAULT:GPU` (FAULT `memtest-hang` reaches the memtest child as `--inject memtest-hang`).
 
 With SITSCHECK_FAKE_MARKS=DIR in the environment (SITSCHECK_* variables reach a child), the
-child writes DIR/<uuid>.pids (its pid, then any grandchild's) before it says anything, and
-DIR/<uuid>.doing once its `doing` line is flushed: a test waits on the files, never on time.
+child writes DIR/<uuid>.<phase>.pids (its pid, then any grandchild's) before it says anything,
+and DIR/<uuid>.<phase>.doing once its `doing` line is flushed: a test waits on the files, never
+on time.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def main(argv: list[str]) -> int:
     if behaviour in ("hang", "no-ready", "close-stdout", "result-then-hang", "error-then-hang"):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-    if marks:
-        (Path(marks) / f"{uuid}.pids").write_text(" ".join(map(str, pids)), encoding="ascii")
+    mark = f"{marks}/{uuid}.{args.phase}" if marks else None
+    if mark is not None:
+        Path(f"{mark}.pids").write_text(" ".join(map(str, pids)), encoding="ascii")
     if behaviour == "no-ready":
         _forever()
     result = {
@@ -77,8 +79,8 @@ def main(argv: list[str]) -> int:
         _forever()
     _send("ready", engine="fake")
     _send("doing", what=f"{args.phase}: fake work on {uuid}")
-    if marks:
-        (Path(marks) / f"{uuid}.doing").write_text("", encoding="ascii")
+    if mark is not None:
+        Path(f"{mark}.doing").write_text("", encoding="ascii")
     return _act(behaviour, result)
 
 
