@@ -15,28 +15,19 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import fake_workloads
 import psutil
 import pytest
 from sitscheck.accept import children
 from sitscheck.accept.children import STOP_GRACE_S, Child, Target, run_children
 
-HERE = Path(__file__).resolve().parent
-MODULE = "fake_workloads.behave"
+MODULE = fake_workloads.MODULE
 FAR = 3600.0  # a deadline no test reaches by waiting
 
 
 @pytest.fixture(autouse=True)
-def importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The child gets the parent's absolute sys.path (child_python), this folder included."""
-    monkeypatch.syspath_prepend(str(HERE))
-
-
-@pytest.fixture
 def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    monkeypatch.setenv("SITSCHECK_FAKE_MARKS", str(folder))
-    return folder
+    return fake_workloads.prepare(tmp_path, monkeypatch)
 
 
 def targets(count: int) -> list[Target]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import fake_workloads
 import pytest
 from sitscheck.accept import phases as phases_module
 from sitscheck.accept.children import Target
@@ -31,24 +32,15 @@ from sitscheck.accept.plan import Plan, PlannedPhase
 from sitscheck.accept.session import blocked_gpus
 from sitscheck.models import CheckResult, Device, Finding, Severity, Status
 
-HERE = Path(__file__).resolve().parent
-MODULE = "fake_workloads.behave"
+MODULE = fake_workloads.MODULE
 HOUR = 3600.0
 GIB = 1 << 30
 XID_79 = "not run: xid.79 (critical) before the phase: GPU 1 fell off the bus"
 
 
 @pytest.fixture(autouse=True)
-def importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(HERE))
-
-
-@pytest.fixture
 def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "marks"
-    folder.mkdir()
-    monkeypatch.setenv("SITSCHECK_FAKE_MARKS", str(folder))
-    return folder
+    return fake_workloads.prepare(tmp_path, monkeypatch)
 
 
 class FakeGpus(NodeGpus):

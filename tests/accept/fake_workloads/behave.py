@@ -50,7 +50,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     behaviour = args.inject.removeprefix(f"{args.phase}-")
     uuid = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
-    marks = os.environ.get("SITSCHECK_FAKE_MARKS")
+    marks = os.environ.get("SITSCHECK_FAKE_MARKS")  # fake_workloads.MARKS_VARIABLE
     pids = [os.getpid()]
     if behaviour in ("hang", "grandchild-holds-pipe"):
         pids.append(_grandchild())
