@@ -26,13 +26,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from msgspec import structs
-from sitscheck.contract import CommandSpec
+from sitscheck.contract import CommandSpec, WorkloadSpec
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -205,12 +205,15 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
     patch(Nvml, "load", classmethod(load))
 
     def sources(
-        options: LiveOptions, commands: Mapping[str, CommandSpec] | None = None
+        options: LiveOptions,
+        commands: Mapping[str, CommandSpec] | None = None,
+        workloads: Sequence[WorkloadSpec] = (),
     ) -> LiveSources:
         node_options = structs.replace(
             options, driver_markers=(spec.marker,), sys_root=spec.sys_root
         )
-        return LiveSources(node_options, CommandRunner(path=spec.bin), commands=commands)
+        runner = CommandRunner(path=spec.bin)
+        return LiveSources(node_options, runner, commands=commands, workloads=workloads)
 
     patch(live, "LiveSources", sources)  # what `app.live_sources` builds
     if spec.progress:
