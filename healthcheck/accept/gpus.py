@@ -28,6 +28,8 @@ class NodeGpus:
         self.nvml = nvml
         self.handles: dict[int, Any] = {}
         self.targets: list[Target] = []
+        self.unavailable: str | None = None  # why there are none (NVML could not be used)
+        self.unreachable: dict[int, str] = {}  # GPU index -> why no load goes on it (lost)
         if nvml is None:
             return
         count = nvml.read("nvmlDeviceGetCount")
@@ -35,8 +37,12 @@ class NodeGpus:
             raise RuntimeError(f"NVML cannot count the GPUs: {count.detail or count.state}")
         for index in range(int(count.value or 0)):
             handle = nvml.read("nvmlDeviceGetHandleByIndex", index)
-            if not handle.ok:
-                raise RuntimeError(f"GPU {index}: {handle.detail or handle.state}")
+            if not handle.ok:  # a lost GPU: the others are still loaded, its phases say why
+                self.targets.append(Target(index=index, uuid="", pci_bus_id=None, name=None))
+                self.unreachable[index] = (
+                    f"not run: NVML cannot reach GPU {index}: {handle.detail or handle.state}"
+                )
+                continue
             self.handles[index] = handle.value
             pci = nvml.read("nvmlDeviceGetPciInfo", handle.value)
             bus = text(getattr(pci.value, "busId", None)) if pci.ok else None
@@ -50,9 +56,15 @@ class NodeGpus:
             )
 
     @classmethod
-    def empty(cls) -> NodeGpus:
-        """No GPU reachable (NVML could not be used): no phase runs anywhere."""
-        return cls(None)
+    def empty(cls, why: str) -> NodeGpus:
+        """No GPU reachable (NVML could not be used, `why`): no phase runs anywhere."""
+        node = cls(None)
+        node.unavailable = why
+        return node
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            self.nvml.shutdown()
 
     @property
     def _nvml(self) -> Nvml:
@@ -77,6 +89,8 @@ class NodeGpus:
         return bool(reading.value[0])
 
     def memory_used(self, index: int) -> int | None:
+        if index not in self.handles:
+            return None
         reading = self._nvml.read("nvmlDeviceGetMemoryInfo", self.handles[index])
         return int(reading.value.used) if reading.ok else None
 

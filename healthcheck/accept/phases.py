@@ -140,7 +140,10 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
         _not_run_entry(ctx, g, ctx.blocked[g]) for g in blocked
     ]
     entries.sort(key=lambda e: int(e["index"]))  # type: ignore[call-overload]
-    return _record(phase, started_at, engine, entries)
+    record = _record(phase, started_at, engine, entries)
+    if not entries:  # no GPU to load: why (NVML could not be used), for the check to say
+        record["reason"] = ctx.gpus.unavailable
+    return record
 
 
 def _args(phase: PlannedPhase, ctx: PhaseContext, target: Target) -> list[str]:

@@ -50,6 +50,7 @@ class PhaseRecord(Struct, frozen=True):
     engine: str | None
     skipped: str | None
     gpus: list[Entry] = field(default_factory=list)
+    reason: str | None = None  # why no GPU took part (NVML could not be used), if none did
 
 
 def parse_record(text: str) -> PhaseRecord:
@@ -81,6 +82,7 @@ def parse_record(text: str) -> PhaseRecord:
         engine=_text(data.get("engine")),
         skipped=_text(data.get("skipped")),
         gpus=entries,
+        reason=_text(data.get("reason")),
     )
 
 
@@ -138,7 +140,8 @@ def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judg
     missing = [e for e in record.gpus if e.status not in ("ok", "hung")]
     if missing or not record.gpus:
         why = "; ".join(f"GPU {e.index}: {e.status}: {e.reason}" for e in missing)
-        output.error = why or f"{record.phase}: no GPU took part (NVML saw none to load)"
+        none = record.reason or "NVML saw none to load"
+        output.error = why or f"{record.phase}: no GPU took part ({none})"
     return output
 
 

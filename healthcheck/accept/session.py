@@ -56,7 +56,11 @@ class Acceptance:
         self.records: dict[str, str] = {}
         self.blocked: dict[int, str] = {}
         # memory in use before any load (a stop must leave each GPU back at it)
-        self.baseline_used = {t.index: gpus.memory_used(t.index) for t in gpus.targets}
+        self.baseline_used = {
+            t.index: gpus.memory_used(t.index)
+            for t in gpus.targets
+            if t.index not in gpus.unreachable
+        }
 
     def run(
         self,
@@ -71,7 +75,7 @@ class Acceptance:
         again = [c for c in checks if not _workload(c) and _reads_kernel_log(c)]
         passive = run_checks([c for c in checks if not _workload(c)], sources, self.config,
                              settings, deadline=deadline)  # fmt: skip
-        self.blocked = blocked_gpus(passive, self.gpus.targets)
+        self.blocked = {**self.gpus.unreachable, **blocked_gpus(passive, self.gpus.targets)}
         ctx = PhaseContext(
             gpus=self.gpus,
             began=self.began,
@@ -109,8 +113,7 @@ class Acceptance:
                 out.write_text(name, text)
 
     def close(self) -> None:
-        if self.gpus.nvml is not None:
-            self.gpus.nvml.shutdown()
+        self.gpus.close()
 
     def _progress(self, children: Sequence[Child]) -> None:
         now = time.monotonic()
