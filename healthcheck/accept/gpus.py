@@ -92,15 +92,18 @@ class NodeGpus:
         if index not in self.handles:
             return None
         reading = self._nvml.read("nvmlDeviceGetMemoryInfo", self.handles[index])
-        return int(reading.value.used) if reading.ok else None
+        return _int(getattr(reading.value, "used", None)) if reading.ok else None
 
     def ecc_state(self, index: int) -> dict[str, Any] | None:
         """facts.md's ecc_before/ecc_after shape, or None where the GPU has no ECC reporting."""
         handle = self.handles[index]
         read = self._nvml.read
-        corrected = read("nvmlDeviceGetTotalEccErrors", handle, ECC_CORRECTED, ECC_VOLATILE)
-        uncorrected = read("nvmlDeviceGetTotalEccErrors", handle, ECC_UNCORRECTED, ECC_VOLATILE)
-        if not corrected.ok or not uncorrected.ok:
+        counts = [
+            read("nvmlDeviceGetTotalEccErrors", handle, kind, ECC_VOLATILE)
+            for kind in (ECC_CORRECTED, ECC_UNCORRECTED)
+        ]
+        corrected, uncorrected = (_int(c.value) if c.ok else None for c in counts)
+        if corrected is None or uncorrected is None:
             return None
         remap = read("nvmlDeviceGetRemappedRows", handle)
         rows = remap.value if remap.ok and isinstance(remap.value, list | tuple) else None
@@ -109,8 +112,8 @@ class NodeGpus:
             pages = read("nvmlDeviceGetRetiredPages", handle, cause)
             retired += len(pages.value or []) if pages.ok else 0
         return {
-            "volatile_corrected": int(corrected.value),
-            "volatile_uncorrected": int(uncorrected.value),
+            "volatile_corrected": corrected,
+            "volatile_uncorrected": uncorrected,
             "remap_pending": bool(rows[2]) if rows and len(rows) >= 4 else False,
             "remap_failure": bool(rows[3]) if rows and len(rows) >= 4 else False,
             "retired_pages": retired,
@@ -118,7 +121,7 @@ class NodeGpus:
 
     def max_sm_clock(self, index: int) -> int | None:
         reading = self._nvml.read("nvmlDeviceGetMaxClockInfo", self.handles[index], CLOCK_SM)
-        return int(reading.value) if reading.ok else None
+        return _int(reading.value) if reading.ok else None
 
     def violations_ns(self, index: int) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -148,6 +151,11 @@ class NodeGpus:
             "mem_temp_c": mem_temp,
             "clock_event_reasons": reasons.value if reasons.ok else None,
         }
+
+
+def _int(value: object) -> int | None:
+    """An NVML count or clock as an int; None for anything else (never a crash mid-phase)."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class Sampler:

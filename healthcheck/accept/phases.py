@@ -139,7 +139,7 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
     entries = [c.as_record() for c in children] + [
         _not_run_entry(ctx, g, ctx.blocked[g]) for g in blocked
     ]
-    entries.sort(key=lambda e: int(e["index"]))  # type: ignore[call-overload]
+    entries.sort(key=lambda e: int(e["index"]))
     record = _record(phase, started_at, engine, entries)
     if not entries:  # no GPU to load: why (NVML could not be used), for the check to say
         record["reason"] = ctx.gpus.unavailable
