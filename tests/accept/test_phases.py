@@ -295,3 +295,32 @@ def test_a_gpu_whose_bus_id_nvml_could_not_read_is_matched_by_index() -> None:
     targets = [Target(0, "GPU-a", None, None), Target(1, "", None, None)]
     device = Device(index=1, pci_bus_id="0000:1a:00.0")
     assert list(blocked_gpus([result(finding(Severity.CRITICAL, device))], targets)) == [1]
+
+
+def test_a_critical_passive_finding_on_gpu_1_keeps_every_phase_off_it(marks: Path) -> None:
+    """The session: the passive checks first (here one that finds an Xid 79 on GPU 1), then
+    the phases, which load GPU 0 only and say on GPU 1 why they did not run."""
+    from fakes.fake_checks import FakeCheck
+    from sitscheck.accept.session import Acceptance
+    from sitscheck.config import RunConfig
+    from sitscheck.contract import CheckOutput
+    from sitscheck.contract.evidence import DeclaredEvidence
+    from sitscheck.sources.replay import replay_sources
+
+    xid = Finding(code="xid.79", severity=Severity.CRITICAL, message="GPU 1 fell off the bus",
+                  device=Device(index=1, pci_bus_id="0000:1a:00.0"))  # fmt: skip
+    check = FakeCheck("xid", CheckOutput(findings=[xid]))
+    gpus = FakeGpus(2)
+    plan = Plan(300.0, tuple(phase(n) for n in PHASES))
+    acceptance = Acceptance(RunConfig(), plan, gpus, "auto", time.monotonic(), lambda: False,
+                            False, DeclaredEvidence())  # fmt: skip
+    bundle = Path(__file__).resolve().parent.parent / "bundles" / "h200x2-idle-v0"
+    with replay_sources(str(bundle)) as sources:
+        (passive,) = acceptance.run([check], sources, {}, time.monotonic() + HOUR)
+    assert passive.status == Status.CRITICAL
+    assert acceptance.blocked == {1: f"not run: xid.79 (critical) before the phase: {xid.message}"}
+    for name in PHASES:
+        found = entries(json.loads(acceptance.records[record_name(name)]))
+        assert found[0]["status"] == "ok"
+        assert found[1]["status"] == "not_run" and found[1]["reason"] == acceptance.blocked[1]
+    assert not list(marks.glob("GPU-fake-1.*"))  # no child ever started on GPU 1
