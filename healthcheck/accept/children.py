@@ -166,7 +166,7 @@ def _listen(
                 code = child.process.poll()
                 if code is not None:  # it has ended: what it said, then how it ended
                     _drain(child, selector)
-                    _finish(child, code, clock)
+                    _finish(child, code, stop(), clock)
         if on_progress is not None and (last_progress is None or clock() - last_progress >= 1.0):
             on_progress(children)
             last_progress = clock()
@@ -262,13 +262,17 @@ def _printable(value: object) -> str:
     return " ".join(text.split())[:MAX_TEXT]
 
 
-def _finish(child: Child, code: int | None, clock: Callable[[], float]) -> None:
-    """The child's process has ended (`code`, None when unknown): how it ended."""
+def _finish(child: Child, code: int | None, stopped: bool, clock: Callable[[], float]) -> None:
+    """The child's process has ended (`code`, None when unknown): how it ended. After a stop
+    an end without a result is the stop's doing (sitscheck's signal handler kills every
+    descendant once it has set the stop), never a failure of the workload."""
     child.ended = clock()
     if child.status != "running":
         return
     if child.result is not None:
         child.status = "ok"
+    elif stopped:
+        _interrupted(child)
     else:
         child.status = "failed"
         child.reason = f"the workload exited with {_how(code)} before its result" + (
@@ -284,8 +288,7 @@ def _judge_unfinished(
     if child.result is not None:  # its last line came: its work is done, whatever it does now
         child.status = "ok"
     elif stopped:
-        child.status = "interrupted"
-        child.reason = f"stopped by a signal while {child.doing or 'starting'}"
+        _interrupted(child)
     elif child.engine is None and child.doing is None and deadline - child.started < startup_s:
         child.status = "failed"
         child.reason = (
@@ -295,6 +298,11 @@ def _judge_unfinished(
     else:
         child.status = "hung"
         child.reason = f"stopped responding while {child.doing or 'starting'}; killed"
+
+
+def _interrupted(child: Child) -> None:
+    child.status = "interrupted"
+    child.reason = f"stopped by a signal while {child.doing or 'starting'}"
 
 
 def _end_all(
@@ -316,7 +324,7 @@ def _end_all(
         if child.status == "running":
             code = child.process.poll()
             if code is not None:
-                _finish(child, code, clock)
+                _finish(child, code, stopped, clock)
             else:
                 _judge_unfinished(child, stopped, deadline, startup_s, clock)
     for child in started:

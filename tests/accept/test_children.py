@@ -278,6 +278,30 @@ def test_a_stop_mid_phase_interrupts_every_child_even_those_ignoring_sigterm(mar
     assert_nothing_left(done, marks)
 
 
+def test_children_the_signal_handler_killed_are_interrupted_not_failed(marks: Path) -> None:
+    """`sitscheck`'s own SIGTERM handler kills every descendant at once (interrupt.trigger),
+    after it has set the stop: a child found dead then was interrupted, not a failure."""
+    import os
+
+    ready = all_marked(marks, "doing", 2)
+    stopped: list[bool] = []
+
+    def stop() -> bool:
+        if not stopped and ready():
+            stopped.append(True)  # the handler: the stop first, then the kill
+            for pid in recorded_pids(marks)[::2]:  # each child's pid (the grandchild's after)
+                os.killpg(pid, signal.SIGKILL)
+            for pid in recorded_pids(marks)[::2]:
+                while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    time.sleep(0.01)
+        return bool(stopped)
+
+    done = run(2, behaviours("hang", "hang"), stop=stop)
+    assert [c.status for c in done] == ["interrupted", "interrupted"]
+    assert done[0].reason == "stopped by a signal while memtest: fake work on GPU-fake-0"
+    assert_nothing_left(done, marks)
+
+
 def test_a_stop_before_any_child_spoke_interrupts_them_as_starting(marks: Path) -> None:
     done = run(3, behaviours("ok", "hang", "no-ready"), stop=lambda: True)
     assert {c.status for c in done} <= {"interrupted", "ok", "failed"}
