@@ -20,6 +20,7 @@ from ..contract.evidence import DeclaredEvidence
 from ..contract.registry import BrokenCheck
 from ..models import CheckResult, Device, Severity
 from ..probes.bandwidth import BANDWIDTH_JSON
+from ..probes.bandwidth.probe import GRACE_S as PROBE_GRACE_S
 from ..sources.base import Sources
 from ..sources.nvml_record import normalise_bus_id
 from .children import Child, Target
@@ -171,8 +172,8 @@ def _same(device: Device, bus: str | None, target: Target) -> bool:
 def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:
     """The bandwidth phase: the existing probe, now, within the phase's time."""
     options = getattr(sources, "options", None)
-    if options is not None:
-        options.bandwidth_s = phase.seconds
+    if options is not None:  # the probe's deadline, and its grace to print, within the phase
+        options.bandwidth_s = max(phase.seconds - PROBE_GRACE_S, 1.0)
     artifact = sources.artifact(BANDWIDTH_JSON)
     records = getattr(sources, "records", None)
     if artifact.text is not None and isinstance(records, dict):

@@ -324,3 +324,26 @@ def test_a_critical_passive_finding_on_gpu_1_keeps_every_phase_off_it(marks: Pat
         assert found[0]["status"] == "ok"
         assert found[1]["status"] == "not_run" and found[1]["reason"] == acceptance.blocked[1]
     assert not list(marks.glob("GPU-fake-1.*"))  # no child ever started on GPU 1
+
+
+def test_the_bandwidth_probe_is_given_a_deadline_that_ends_within_its_phase() -> None:
+    """The probe runs until its deadline plus GRACE_S to print; both fit in the phase."""
+    from types import SimpleNamespace
+
+    from sitscheck.accept.session import _bandwidth
+    from sitscheck.probes.bandwidth.probe import GRACE_S
+    from sitscheck.sources.base import Artifact
+
+    asked: list[float] = []
+    options = SimpleNamespace(bandwidth_s=None)
+
+    def artifact(name: str) -> Artifact:
+        asked.append(options.bandwidth_s)
+        return Artifact(name, None, "python -m sitscheck.probes.bandwidth", reason="no CUDA")
+
+    sources = SimpleNamespace(options=options, artifact=artifact, records={})
+    bandwidth = PlannedPhase("bandwidth", 267.0, 18.0, 8.0, 10.0, (0,), module="x")
+    record = _bandwidth(sources, bandwidth)  # type: ignore[arg-type]
+    assert asked and asked[0] + GRACE_S <= bandwidth.seconds
+    assert record == {"engine": "ptx", "probe": "python -m sitscheck.probes.bandwidth",
+                      "measured": False, "reason": "no CUDA"}  # fmt: skip
