@@ -9,11 +9,13 @@ timing bounds themselves are slow-marked, with generous margins.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import fake_workloads
 import psutil
@@ -103,29 +105,25 @@ def test_a_child_that_works_is_ok_with_its_result_and_what_it_said(marks: Path) 
 
 
 def test_the_child_is_isolated_and_sees_only_its_gpu(marks: Path) -> None:
-    seen: list[psutil.Process] = []
+    """Looked at from the progress call (made at once, then each second) while the child
+    runs: the stop comes only once it has been looked at (the child ignores SIGTERM and
+    never ends by itself)."""
+    seen: dict[str, Any] = {}
 
     def look(running: Sequence[Child]) -> None:
-        for child in running:
-            if child.process is not None and child.process.poll() is None and not seen:
-                try:
-                    process = psutil.Process(child.process.pid)
-                    seen.append(process)
-                    seen_env.update(process.environ())
-                    seen_cmd.extend(process.cmdline())
-                    seen_cwd.append(process.cwd())
-                except psutil.Error:
-                    seen.clear()
+        (child,) = running
+        assert child.process is not None
+        process = psutil.Process(child.process.pid)
+        seen.update(cmd=process.cmdline(), cwd=process.cwd(), env=process.environ(),
+                    session=os.getsid(process.pid))  # fmt: skip
 
-    seen_env: dict[str, str] = {}
-    seen_cmd: list[str] = []
-    seen_cwd: list[str] = []
-    (child,) = run(1, behaviours("hang"), stop=all_marked(marks, "doing", 1), progress=look)
+    (child,) = run(1, behaviours("hang"), stop=lambda: bool(seen), progress=look)
     assert child.status == "interrupted"
-    if seen:  # the progress call came while it ran (it is called at once, then each second)
-        assert seen_cmd[:2] == [sys.executable, "-I"] and MODULE in seen_cmd
-        assert seen_cwd == ["/"]
-        assert seen_env["CUDA_VISIBLE_DEVICES"] == "GPU-fake-0"
+    assert child.process is not None
+    assert seen["cmd"][:2] == [sys.executable, "-I"] and MODULE in seen["cmd"]
+    assert seen["cwd"] == "/"
+    assert seen["env"]["CUDA_VISIBLE_DEVICES"] == "GPU-fake-0"
+    assert seen["session"] == child.process.pid != os.getsid(0)  # its own session and group
     assert_nothing_left([child], marks)
 
 
@@ -281,8 +279,6 @@ def test_a_stop_mid_phase_interrupts_every_child_even_those_ignoring_sigterm(mar
 def test_children_the_signal_handler_killed_are_interrupted_not_failed(marks: Path) -> None:
     """`sitscheck`'s own SIGTERM handler kills every descendant at once (interrupt.trigger),
     after it has set the stop: a child found dead then was interrupted, not a failure."""
-    import os
-
     ready = all_marked(marks, "doing", 2)
     stopped: list[bool] = []
 
