@@ -43,41 +43,53 @@ def prepare(
     began = time.monotonic()
     if engine not in ENGINES:
         raise Refused(f"--engine {engine}: one of {', '.join(ENGINES)}")
-    phases = [
-        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu, w.startup_s)
-        for w in declared.workloads
-    ]
+    phases = phase_shares(declared)
     names = [p.name for p in phases]
     for name in skip:
         if name not in names:
             raise Refused(f"--skip {name}: not a phase (phases: {', '.join(names)})")
+    faults = [_injection(text) for text in injections]
     node = _node_gpus(config)
-    indices = [t.index for t in node.targets] if node else []
-    chosen = _chosen(gpus, indices)
-    if node is not None and not force:
-        _refuse_busy(node, chosen)
     try:
-        plan = make_plan(budget_s, phases, chosen, skip)
-    except ValueError as exc:
-        raise Refused(str(exc)) from exc
+        chosen = _chosen(gpus, node)
+        if node.nvml is not None and not force:
+            _refuse_busy(node, chosen)
+        try:
+            plan = make_plan(budget_s, phases, chosen, skip)
+        except ValueError as exc:
+            raise Refused(str(exc)) from exc
+    except Refused:
+        node.close()
+        raise
     sys.stderr.write("\n".join(plan.lines()) + "\n")
     sys.stderr.flush()
-    return Acceptance(
-        config, plan, node or NodeGpus.empty(), engine, began, stopped, show_progress,
-        declared, [_injection(text) for text in injections],
-    )  # fmt: skip
+    return Acceptance(config, plan, node, engine, began, stopped, show_progress, declared, faults)
 
 
-def _node_gpus(config: RunConfig) -> NodeGpus | None:
+def phase_shares(declared: DeclaredEvidence) -> list[PhaseShare]:
+    """The declared workloads as the plan takes them, in plan order."""
+    return [
+        PhaseShare(w.phase, w.share, w.module, w.cooldown_s, w.multi_gpu, w.startup_s)
+        for w in declared.workloads
+    ]
+
+
+def _node_gpus(config: RunConfig) -> NodeGpus:
+    """The node's GPUs, or none with why (the passive checks name the failure too)."""
     try:
         nvml = Nvml.load(config.nvml_deadline_s)
         nvml.init()
+    except NvmlUnavailable as exc:
+        return NodeGpus.empty(f"NVML: {exc}")
+    try:
         return NodeGpus(nvml)
-    except (NvmlUnavailable, RuntimeError):
-        return None  # the passive checks name the failure; no phase runs
+    except RuntimeError as exc:
+        nvml.shutdown()
+        return NodeGpus.empty(f"NVML: {exc}")
 
 
-def _chosen(gpus: str | None, indices: list[int]) -> list[int]:
+def _chosen(gpus: str | None, node: NodeGpus) -> list[int]:
+    indices = [t.index for t in node.targets]
     if gpus is None or not gpus.strip():
         return indices
     chosen: list[int] = []
@@ -87,13 +99,20 @@ def _chosen(gpus: str | None, indices: list[int]) -> list[int]:
         except ValueError:
             raise Refused(f"--gpus {gpus}: {part!r} is not a GPU index") from None
         if index not in indices:
-            raise Refused(f"--gpus {gpus}: no GPU {index} (this node has {len(indices)})")
+            has = (
+                f"{len(indices)}"
+                if indices or not node.unavailable
+                else f"none: {node.unavailable}"
+            )
+            raise Refused(f"--gpus {gpus}: no GPU {index} (this node has {has})")
         chosen.append(index)
     return sorted(set(chosen))
 
 
 def _refuse_busy(node: NodeGpus, chosen: Sequence[int]) -> None:
     for index in chosen:
+        if index in node.unreachable:
+            continue  # not loaded: its phases say why
         if node.mig_enabled(index):
             raise Refused(
                 f"GPU {index} has MIG enabled: accept loads whole GPUs (--force to run anyway)"

@@ -28,6 +28,8 @@ class NodeGpus:
         self.nvml = nvml
         self.handles: dict[int, Any] = {}
         self.targets: list[Target] = []
+        self.unavailable: str | None = None  # why there are none (NVML could not be used)
+        self.unreachable: dict[int, str] = {}  # GPU index -> why no load goes on it (lost)
         if nvml is None:
             return
         count = nvml.read("nvmlDeviceGetCount")
@@ -35,8 +37,12 @@ class NodeGpus:
             raise RuntimeError(f"NVML cannot count the GPUs: {count.detail or count.state}")
         for index in range(int(count.value or 0)):
             handle = nvml.read("nvmlDeviceGetHandleByIndex", index)
-            if not handle.ok:
-                raise RuntimeError(f"GPU {index}: {handle.detail or handle.state}")
+            if not handle.ok:  # a lost GPU: the others are still loaded, its phases say why
+                self.targets.append(Target(index=index, uuid="", pci_bus_id=None, name=None))
+                self.unreachable[index] = (
+                    f"not run: NVML cannot reach GPU {index}: {handle.detail or handle.state}"
+                )
+                continue
             self.handles[index] = handle.value
             pci = nvml.read("nvmlDeviceGetPciInfo", handle.value)
             bus = text(getattr(pci.value, "busId", None)) if pci.ok else None
@@ -50,9 +56,15 @@ class NodeGpus:
             )
 
     @classmethod
-    def empty(cls) -> NodeGpus:
-        """No GPU reachable (NVML could not be used): no phase runs anywhere."""
-        return cls(None)
+    def empty(cls, why: str) -> NodeGpus:
+        """No GPU reachable (NVML could not be used, `why`): no phase runs anywhere."""
+        node = cls(None)
+        node.unavailable = why
+        return node
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            self.nvml.shutdown()
 
     @property
     def _nvml(self) -> Nvml:
@@ -77,16 +89,21 @@ class NodeGpus:
         return bool(reading.value[0])
 
     def memory_used(self, index: int) -> int | None:
+        if index not in self.handles:
+            return None
         reading = self._nvml.read("nvmlDeviceGetMemoryInfo", self.handles[index])
-        return int(reading.value.used) if reading.ok else None
+        return _int(getattr(reading.value, "used", None)) if reading.ok else None
 
     def ecc_state(self, index: int) -> dict[str, Any] | None:
         """facts.md's ecc_before/ecc_after shape, or None where the GPU has no ECC reporting."""
         handle = self.handles[index]
         read = self._nvml.read
-        corrected = read("nvmlDeviceGetTotalEccErrors", handle, ECC_CORRECTED, ECC_VOLATILE)
-        uncorrected = read("nvmlDeviceGetTotalEccErrors", handle, ECC_UNCORRECTED, ECC_VOLATILE)
-        if not corrected.ok or not uncorrected.ok:
+        counts = [
+            read("nvmlDeviceGetTotalEccErrors", handle, kind, ECC_VOLATILE)
+            for kind in (ECC_CORRECTED, ECC_UNCORRECTED)
+        ]
+        corrected, uncorrected = (_int(c.value) if c.ok else None for c in counts)
+        if corrected is None or uncorrected is None:
             return None
         remap = read("nvmlDeviceGetRemappedRows", handle)
         rows = remap.value if remap.ok and isinstance(remap.value, list | tuple) else None
@@ -95,8 +112,8 @@ class NodeGpus:
             pages = read("nvmlDeviceGetRetiredPages", handle, cause)
             retired += len(pages.value or []) if pages.ok else 0
         return {
-            "volatile_corrected": int(corrected.value),
-            "volatile_uncorrected": int(uncorrected.value),
+            "volatile_corrected": corrected,
+            "volatile_uncorrected": uncorrected,
             "remap_pending": bool(rows[2]) if rows and len(rows) >= 4 else False,
             "remap_failure": bool(rows[3]) if rows and len(rows) >= 4 else False,
             "retired_pages": retired,
@@ -104,7 +121,7 @@ class NodeGpus:
 
     def max_sm_clock(self, index: int) -> int | None:
         reading = self._nvml.read("nvmlDeviceGetMaxClockInfo", self.handles[index], CLOCK_SM)
-        return int(reading.value) if reading.ok else None
+        return _int(reading.value) if reading.ok else None
 
     def violations_ns(self, index: int) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -134,6 +151,11 @@ class NodeGpus:
             "mem_temp_c": mem_temp,
             "clock_event_reasons": reasons.value if reasons.ok else None,
         }
+
+
+def _int(value: object) -> int | None:
+    """An NVML count or clock as an int; None for anything else (never a crash mid-phase)."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 class Sampler:

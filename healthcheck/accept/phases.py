@@ -20,7 +20,6 @@ from .children import Child, Progress, Target, run_children
 from .gpus import NodeGpus, Sampler
 from .plan import Plan, PlannedPhase
 
-WORKLOAD_MODULE = "sitscheck.probes.accept"
 RECORD_FORMAT = "sitscheck-accept"
 RECORD_VERSION = 1
 
@@ -59,7 +58,7 @@ def run_plan(
 ) -> dict[str, str]:
     """Every phase of `plan` in order; returns each record's artifact name -> JSON text.
     `extra`: phases run by a function of their own (bandwidth, multigpu) rather than by
-    workload children of WORKLOAD_MODULE."""
+    workload children of the module the phase declares."""
     records: dict[str, str] = {}
     for phase in plan.phases:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -126,8 +125,8 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
         sampler.start()
     try:
         children = run_children(
-            WORKLOAD_MODULE, targets, lambda t: _args(phase, ctx, t), deadline, ctx.stopped,
-            ctx.progress,
+            phase.module, targets, lambda t: _args(phase, ctx, t), deadline, ctx.stopped,
+            ctx.progress, startup_s=phase.startup_s,
         )  # fmt: skip
     finally:
         if sampler is not None:
@@ -140,8 +139,11 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
     entries = [c.as_record() for c in children] + [
         not_run_entry(ctx, g, ctx.blocked[g]) for g in blocked
     ]
-    entries.sort(key=lambda e: int(e["index"]))  # type: ignore[call-overload]
-    return _record(phase, started_at, engine, entries)
+    entries.sort(key=lambda e: int(e["index"]))
+    record = _record(phase, started_at, engine, entries)
+    if not entries:  # no GPU to load: why (NVML could not be used), for the check to say
+        record["reason"] = ctx.gpus.unavailable
+    return record
 
 
 def _args(phase: PlannedPhase, ctx: PhaseContext, target: Target) -> list[str]:

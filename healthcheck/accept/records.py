@@ -52,6 +52,7 @@ class PhaseRecord(Struct, frozen=True):
     skipped: str | None
     gpus: list[Entry] = field(default_factory=list)
     result: dict[str, Any] | None = None  # a node-level phase's own result (multigpu)
+    reason: str | None = None  # why no GPU took part (NVML could not be used), if none did
 
 
 def parse_record(text: str) -> PhaseRecord:
@@ -85,6 +86,7 @@ def parse_record(text: str) -> PhaseRecord:
         skipped=_text(data.get("skipped")),
         gpus=entries,
         result=result if isinstance(result, dict) else None,
+        reason=_text(data.get("reason")),
     )
 
 
@@ -142,7 +144,8 @@ def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judg
     missing = [e for e in record.gpus if e.status not in ("ok", "hung")]
     if missing or not record.gpus:
         why = "; ".join(f"GPU {e.index}: {e.status}: {e.reason}" for e in missing)
-        output.error = why or f"{record.phase}: no GPU took part (NVML saw none to load)"
+        none = record.reason or "NVML saw none to load"
+        output.error = why or f"{record.phase}: no GPU took part ({none})"
     return output
 
 

@@ -18,10 +18,12 @@ from ..config import RunConfig
 from ..contract.declarations import declaration_of
 from ..contract.evidence import DeclaredEvidence
 from ..contract.registry import BrokenCheck
-from ..models import CheckResult, Severity
+from ..models import CheckResult, Device, Severity
 from ..probes.bandwidth import BANDWIDTH_JSON
+from ..probes.bandwidth.probe import GRACE_S as PROBE_GRACE_S
 from ..sources.base import Sources
-from .children import Child
+from ..sources.nvml_record import normalise_bus_id
+from .children import Child, Target
 from .gpus import NodeGpus
 from .multigpu import run_multigpu
 from .phases import Injection, PhaseContext, run_plan
@@ -56,7 +58,11 @@ class Acceptance:
         self.records: dict[str, str] = {}
         self.blocked: dict[int, str] = {}
         # memory in use before any load (a stop must leave each GPU back at it)
-        self.baseline_used = {t.index: gpus.memory_used(t.index) for t in gpus.targets}
+        self.baseline_used = {
+            t.index: gpus.memory_used(t.index)
+            for t in gpus.targets
+            if t.index not in gpus.unreachable
+        }
 
     def run(
         self,
@@ -71,7 +77,7 @@ class Acceptance:
         again = [c for c in checks if not _workload(c) and _reads_kernel_log(c)]
         passive = run_checks([c for c in checks if not _workload(c)], sources, self.config,
                              settings, deadline=deadline)  # fmt: skip
-        self.blocked = blocked_gpus(passive, [t.index for t in self.gpus.targets])
+        self.blocked = {**self.gpus.unreachable, **blocked_gpus(passive, self.gpus.targets)}
         ctx = PhaseContext(
             gpus=self.gpus,
             began=self.began,
@@ -112,8 +118,7 @@ class Acceptance:
                 out.write_text(name, text)
 
     def close(self) -> None:
-        if self.gpus.nvml is not None:
-            self.gpus.nvml.shutdown()
+        self.gpus.close()
 
     def _progress(self, children: Sequence[Child]) -> None:
         now = time.monotonic()
@@ -136,26 +141,43 @@ def _reads_kernel_log(check: Any) -> bool:
     return not isinstance(check, BrokenCheck) and declaration_of(check).kernel_log is not None
 
 
-def blocked_gpus(results: Sequence[CheckResult], indices: Sequence[int]) -> dict[int, str]:
-    """GPU index -> why no load goes on it: its critical passive findings (a finding of the
-    whole node that is critical, such as a driver that serves no GPU, blocks every GPU)."""
+def blocked_gpus(results: Sequence[CheckResult], targets: Sequence[Target]) -> dict[int, str]:
+    """GPU index -> why no load goes on it: its critical passive findings. A critical finding
+    of the whole node (no device: a driver that serves no GPU) blocks every GPU; one on a
+    device that is none of the GPUs (a NIC's port, a PCIe switch) blocks none."""
     blocked: dict[int, str] = {}
     for result in results:
         for finding in result.findings:
             if finding.severity != Severity.CRITICAL:
                 continue
             why = f"not run: {finding.code} (critical) before the phase: {finding.message}"
-            index = finding.device.index if finding.device else None
-            for gpu in indices if index is None else [index]:
+            for gpu in _gpus_of(finding.device, targets):
                 blocked.setdefault(gpu, why)
     return blocked
+
+
+def _gpus_of(device: Device | None, targets: Sequence[Target]) -> list[int]:
+    """The GPUs a finding's device is, by the most stable identity both sides know: UUID,
+    then PCI bus id, then index (a device named by bus id alone that is no GPU is none)."""
+    if device is None:
+        return [t.index for t in targets]
+    bus = normalise_bus_id(device.pci_bus_id)
+    return [t.index for t in targets if _same(device, bus, t)]
+
+
+def _same(device: Device, bus: str | None, target: Target) -> bool:
+    if device.uuid and target.uuid:
+        return device.uuid == target.uuid
+    if bus and target.pci_bus_id:
+        return bus == normalise_bus_id(target.pci_bus_id)
+    return device.index is not None and device.index == target.index
 
 
 def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:
     """The bandwidth phase: the existing probe, now, within the phase's time."""
     options = getattr(sources, "options", None)
-    if options is not None:
-        options.bandwidth_s = phase.seconds
+    if options is not None:  # the probe's deadline, and its grace to print, within the phase
+        options.bandwidth_s = max(phase.seconds - PROBE_GRACE_S, 1.0)
     artifact = sources.artifact(BANDWIDTH_JSON)
     records = getattr(sources, "records", None)
     if artifact.text is not None and isinstance(records, dict):
