@@ -27,7 +27,7 @@ UUIDS = ("GPU-2b73ad72-0000", "GPU-2cc8f644-0001", "GPU-83543b48-0002")
 
 
 def context(count: int, stopped: Callable[[], bool] = lambda: False, **extra: Any) -> PhaseContext:
-    gpus = NodeGpus.empty()
+    gpus = NodeGpus(None)  # no NVML: the stand-in ranks need only the targets
     gpus.targets = [
         Target(i, UUIDS[i], f"00000000:{7 + i:02x}:00.0", "NVIDIA H200") for i in range(count)
     ]

@@ -47,25 +47,37 @@ def assert_holds(plan: Plan) -> None:
 
 
 def test_the_shipped_phases_in_their_order() -> None:
-    assert [p.name for p in declared()] == ["memtest", "compute", "soak", "bandwidth"]
+    assert [p.name for p in declared()] == ["memtest", "compute", "soak", "bandwidth", "multigpu"]
     assert {p.module for p in declared()} >= {MODULE}
+    assert [p.name for p in declared() if p.multi_gpu] == ["multigpu"]
 
 
 @pytest.mark.parametrize("gpus", [[0], list(range(8))])
 def test_the_default_budget_on_one_and_eight_gpus(gpus: list[int]) -> None:
+    """One GPU: the multi-GPU phase is planned out and the soak takes its time; eight: it runs
+    last, 10 % of the budget, and the soak has 30 s less."""
     plan = make_plan(300.0, declared(), gpus, [])
     assert_holds(plan)
     phases = by_name(plan)
-    memtest, compute, soak, bandwidth = (phases[n] for n in ("memtest", "compute", "soak",
-                                                             "bandwidth"))  # fmt: skip
+    memtest, compute, soak, bandwidth, multi = (
+        phases[n] for n in ("memtest", "compute", "soak", "bandwidth", "multigpu")
+    )
+    several = len(gpus) > 1
+    soak_s = 156.0 if several else 186.0  # the remainder
     assert memtest.start_s == RESERVE_START_S and memtest.seconds == pytest.approx(24.0)
     assert compute.seconds == pytest.approx(30.0)
-    assert soak.cooldown_s == 5.0 and soak.seconds == pytest.approx(186.0)  # the remainder
+    assert soak.cooldown_s == 5.0 and soak.seconds == pytest.approx(soak_s)
     assert bandwidth.cooldown_s == 10.0 and bandwidth.seconds == pytest.approx(18.0)
-    assert bandwidth.start_s + bandwidth.seconds == pytest.approx(300.0 - RESERVE_END_S)
-    assert all(p.gpus == tuple(gpus) and p.skipped is None for p in plan.phases)
+    last = multi if several else bandwidth
+    assert last.start_s + last.seconds == pytest.approx(300.0 - RESERVE_END_S)
+    assert all(p.gpus == tuple(gpus) and p.skipped is None for p in plan.phases if p is not multi)
+    if several:
+        assert multi.skipped is None and multi.gpus == tuple(gpus)
+        assert multi.seconds == pytest.approx(30.0) and multi.cooldown_s == 0.0
+    else:
+        assert multi.skipped == "not applicable: one GPU" and multi.gpus == ()
     assert memtest.work_s == pytest.approx(24.0 - 5.0)  # memtest starts without PyTorch
-    assert soak.work_s == pytest.approx(186.0 - 10.0)
+    assert soak.work_s == pytest.approx(soak_s - 10.0)
 
 
 def test_below_the_minimum_budget_is_refused_naming_the_option() -> None:
@@ -75,17 +87,30 @@ def test_below_the_minimum_budget_is_refused_naming_the_option() -> None:
 
 
 def test_the_minimum_budget_still_ends_before_the_report() -> None:
-    """60 s: the shares and cooldowns no longer fit as asked: the cooldowns are shortened so
-    that the last phase ends by budget - RESERVE_END_S; the phases keep their time."""
+    """60 s on one GPU: the shares and cooldowns no longer fit as asked: the cooldowns are
+    shortened so that the last phase ends by budget - RESERVE_END_S; the phases keep their
+    time. On two GPUs the multi-GPU phase's share comes too: no cooldown is left, and every
+    phase is shortened by the same factor."""
+    names = ("memtest", "compute", "soak", "bandwidth")
+    plan = make_plan(60.0, declared(), [0], [])
+    assert_holds(plan)
+    last = plan.phases[-2]  # bandwidth: multigpu is planned out on one GPU
+    assert last.name == "bandwidth" and last.start_s + last.seconds == pytest.approx(45.0)
+    phases = by_name(plan)
+    assert [phases[n].seconds for n in names] == pytest.approx([4.8, 6.0, 15.0, 3.6])
+    assert phases["soak"].cooldown_s + phases["bandwidth"].cooldown_s == pytest.approx(3.6)
+
     plan = make_plan(60.0, declared(), [0, 1], [])
     assert_holds(plan)
     last = plan.phases[-1]
-    assert last.start_s + last.seconds == pytest.approx(60.0 - RESERVE_END_S)
+    assert last.name == "multigpu" and last.start_s + last.seconds == pytest.approx(45.0)
     phases = by_name(plan)
-    assert [phases[n].seconds for n in ("memtest", "compute", "soak", "bandwidth")] == (
-        pytest.approx([4.8, 6.0, 15.0, 3.6])
+    scale = 33.0 / (4.8 + 6.0 + 15.0 + 3.6 + 6.0)  # what the phases fit in / what they asked
+    asked = [4.8, 6.0, 15.0, 3.6, 6.0]
+    assert [phases[n].seconds for n in (*names, "multigpu")] == pytest.approx(
+        [scale * s for s in asked]
     )
-    assert phases["soak"].cooldown_s + phases["bandwidth"].cooldown_s == pytest.approx(3.6)
+    assert all(p.cooldown_s == 0.0 for p in plan.phases)
 
 
 def test_phases_that_do_not_fit_even_without_cooldowns_are_shortened_alike() -> None:
@@ -138,8 +163,9 @@ def test_the_printed_plan() -> None:
         "  passive    all GPUs     12 s  (idle baseline)",
         "  memtest    GPUs 0,1     24 s",
         "  compute    GPUs 0,1     30 s",
-        "  soak       GPUs 0,1    214 s after 5 s cooldown",
+        "  soak       GPUs 0,1    184 s after 5 s cooldown",
         "  bandwidth  skipped: --skip bandwidth",
+        "  multigpu   GPUs 0,1     30 s",
         "  report                  15 s",
     ]
 

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
-from sitscheck.accept.command import ENGINES
-from sitscheck.accept.plan import PhaseShare, Plan, make_plan
+from sitscheck.accept.command import ENGINES, phase_shares
+from sitscheck.accept.plan import Plan, make_plan
 from sitscheck.app import selected_checks
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
@@ -22,11 +22,7 @@ BUDGET_S = 300.0
 
 def plan(gpus: list[int]) -> Plan:
     """The default plan for `gpus`, from the phases the checks declare (as `accept` makes it)."""
-    workloads = gather(selected_checks(RunConfig())).workloads
-    shares = [
-        PhaseShare(w.phase, w.share, w.cooldown_s, w.multi_gpu, w.startup_s) for w in workloads
-    ]
-    return make_plan(BUDGET_S, shares, gpus, [])
+    return make_plan(BUDGET_S, phase_shares(gather(selected_checks(RunConfig()))), gpus, [])
 
 
 def doc_plans() -> list[list[str]]:
