@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, RecordError, applicable, parse_record
+from sitscheck.accept.records import (
+    Entry,
+    PhaseRecord,
+    RecordError,
+    applicable,
+    no_gpu_took_part,
+    parse_record,
+)
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Severity
@@ -133,7 +140,7 @@ def _unknown(record: PhaseRecord, findings: list[Finding]) -> str | None:
     """Why the check cannot pass, where no finding already says it; None where nothing is
     missing."""
     if not record.gpus:
-        return "multigpu: no GPU took part (NVML saw none to load)"
+        return no_gpu_took_part(record)
     failed = [e for e in record.gpus if e.status not in STARTED]
     stalled = [e for e in record.gpus if _stalled(e)]
     if failed or stalled:

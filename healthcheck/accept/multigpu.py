@@ -53,7 +53,10 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
     if len(targets) < 2:
         why = "not run: fewer than two GPUs left to take part"
         alone = [not_run_entry(ctx, t.index, why) for t in targets]
-        return _fields(None, alone + blocked, {"nccl": None, "nccl_reason": why})
+        fields = _fields(None, alone + blocked, {"nccl": None, "nccl_reason": why})
+        if not fields["gpus"]:  # no GPU planned: why (NVML could not be used), for the check
+            fields["reason"] = ctx.gpus.unavailable
+        return fields
     ranks = {t.index: rank for rank, t in enumerate(targets)}
     deadline = ctx.began + phase.start_s + phase.seconds
     left = deadline - time.monotonic()

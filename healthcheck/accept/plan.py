@@ -117,6 +117,6 @@ def make_plan(
 def _skipped(phase: PhaseShare, skip: Sequence[str], gpus: Sequence[int]) -> str | None:
     if phase.name in skip:
         return f"--skip {phase.name}"
-    if phase.multi_gpu and len(gpus) < 2:
+    if phase.multi_gpu and len(gpus) == 1:  # none known (no NVML): not run, UNKNOWN, not this
         return "not applicable: one GPU"
     return None

@@ -144,9 +144,13 @@ def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judg
     missing = [e for e in record.gpus if e.status not in ("ok", "hung")]
     if missing or not record.gpus:
         why = "; ".join(f"GPU {e.index}: {e.status}: {e.reason}" for e in missing)
-        none = record.reason or "NVML saw none to load"
-        output.error = why or f"{record.phase}: no GPU took part ({none})"
+        output.error = why or no_gpu_took_part(record)
     return output
+
+
+def no_gpu_took_part(record: PhaseRecord) -> str:
+    """Why a phase that was not left out has no GPU in its record."""
+    return f"{record.phase}: no GPU took part ({record.reason or 'NVML saw none to load'})"
 
 
 def accepted_without(skip_reasons: Sequence[str | None], names: Sequence[str]) -> str | None:

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 TESTS = Path(__file__).resolve().parent.parent
 BUNDLES = TESTS / "bundles"
 FAULT_NODE = TESTS / "faults" / "fault_node.py"
-PHASES = ("memtest", "compute", "soak", "bandwidth")
+PHASES = ("memtest", "compute", "soak", "bandwidth", "multigpu")
 
 
 class NodeNvml(FakePynvml):
@@ -92,7 +92,8 @@ def test_a_budget_below_the_minimum_is_refused_naming_it(monkeypatch: pytest.Mon
 def test_an_unknown_phase_is_refused_listing_the_phases(monkeypatch: pytest.MonkeyPatch) -> None:
     use_nvml(monkeypatch)
     assert refusal("--skip", "nosuch") == (
-        "sitscheck: --skip nosuch: not a phase (phases: memtest, compute, soak, bandwidth)"
+        "sitscheck: --skip nosuch: not a phase (phases: memtest, compute, soak, bandwidth, "
+        "multigpu)"
     )
 
 
@@ -228,16 +229,21 @@ def checks(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_without_a_driver_every_phase_is_unknown_naming_why(tmp_path: Path) -> None:
+    """The 2×H200 with its driver gone: the GPUs on the PCI bus that no driver serves are the
+    driver check's critical finding (the run's status); every phase is UNKNOWN naming why,
+    the multi-GPU one too (how many GPUs there are is not known: never "one GPU", skipped)."""
     code, report, stderr, _ = accept(fake_node(tmp_path, driver=False), "--budget", "60")
-    assert code == 3 and report["status"] == "unknown"
+    assert code == 2 and report["status"] == "critical"
     found = checks(report)
+    assert [f["code"] for f in found["driver"]["findings"]] == ["driver.not_loaded"]
     nvml = "NVML: pynvml cannot be imported: libnvidia-ml.so.1: cannot open shared object file"
-    for name in ("memtest", "compute", "soak"):
+    for name in ("memtest", "compute", "soak", "multigpu"):
         assert found[name]["status"] == "unknown"
         assert found[name]["error"] == f"{name}: no GPU took part ({nvml})"
     assert found["bandwidth"]["status"] == "unknown"  # a phase that did not run: never skipped
     assert found["bandwidth"]["error"].startswith("bandwidth probe: no NVIDIA driver")
-    assert "  memtest    no GPU to load" in stderr.splitlines()
+    for name in PHASES:
+        assert f"  {name:<10} no GPU to load" in stderr.splitlines()
 
 
 def test_skip_leaves_a_phase_out_and_the_headline_says_so(tmp_path: Path) -> None:
@@ -251,7 +257,9 @@ def test_skip_leaves_a_phase_out_and_the_headline_says_so(tmp_path: Path) -> Non
     assert found["bandwidth"]["status"] == "skipped"
     assert found["bandwidth"]["skip_reason"] == "--skip bandwidth"
     assert "accepted without bandwidth and memtest" in report["headline"]
-    assert code == 3  # the phases that were not skipped still had no GPU
+    for name in ("compute", "soak", "multigpu"):  # not skipped: they still had no GPU
+        assert found[name]["status"] == "unknown", found[name]
+    assert code == 2  # the driver check's critical finding (GPUs on the bus, no driver)
 
 
 @pytest.mark.slow

@@ -174,6 +174,9 @@ def test_the_printed_plan_without_gpus_says_so() -> None:
     """No GPU seen (no NVML): the plan says no phase has a GPU to load."""
     lines = make_plan(300.0, declared(), [], []).lines()
     assert lines[2] == "  memtest    no GPU to load"
+    # how many GPUs the node has is not known: the multi-GPU phase is not run (UNKNOWN), never
+    # "not applicable: one GPU" (SKIPPED)
+    assert lines[-2] == "  multigpu   no GPU to load"
 
 
 SHARES = st.one_of(st.none(), st.floats(0.01, 0.6))
@@ -209,5 +212,5 @@ def test_the_last_phase_always_ends_by_the_budget_less_the_report(
     assert_holds(plan)
     assert [p.name for p in plan.phases] == [p.name for p in phases]
     for share, planned in zip(phases, plan.phases, strict=True):
-        left_out = share.name in skip or (share.multi_gpu and gpus < 2)
+        left_out = share.name in skip or (share.multi_gpu and gpus == 1)
         assert (planned.skipped is not None) == left_out
