@@ -181,7 +181,11 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
-        out[f"{bundle.name}{config or ''}"] = check_results(bundle, checks, **config)
+        # named with its folder: two makers' bundles of one name (accept's and multigpu's
+        # h200x8-accept) are two sources, never one replacing the other
+        key = f"{bundle.parent.name}/{bundle.name}{config or ''}"
+        assert key not in out, key
+        out[key] = check_results(bundle, checks, **config)
     return out
 
 
@@ -195,7 +199,7 @@ def _facts(outputs: dict[str, list[CheckResult]], check: str) -> list[tuple[str,
 
 
 def test_every_built_in_check_declares_a_strict_facts_model() -> None:
-    assert len(BUILT_IN) == 14
+    assert len(BUILT_IN) == 15
     for check in CHECKS:
         if check.name in BUILT_IN:
             model = facts_model(check)
