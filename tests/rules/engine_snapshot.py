@@ -64,9 +64,7 @@ def digest(facts: dict[str, Any], bundle: Path, added: Mapping[str, Any] | None 
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def snapshot(
-    bundle: Path, added: Mapping[str, Mapping[str, Any]] | None = None
-) -> dict[str, Any]:
+def snapshot(bundle: Path, added: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """`added`: per check, the facts fields added since the snapshot compared with (`digest`)."""
     from sitscheck.app import RunRequest, execute
     from sitscheck.config import RunConfig
