@@ -208,7 +208,8 @@ def facts_variants(folder: Path) -> list[Path]:
     """Bundles that between them hold every fact the acceptance checks write (for
     tests/rules/test_facts_models.py): the healthy H200; the same with a bad word, no ECC
     reading before the test, a mismatched repeat and no clock-event reasons in the soak's
-    samples; the composed 8-GPU node."""
+    samples; the same with figures the records do not hold (null facts); the composed 8-GPU
+    node."""
     healthy = one_gpu(folder, "h200x1-accept")
     faulty = one_gpu(folder, "h200x1-accept-faults")
     bad = {
@@ -222,4 +223,13 @@ def facts_variants(folder: Path) -> list[Path]:
     for sample in data["gpus"][0]["result"]["samples"]:
         sample["clock_event_reasons"] = None
     write(faulty, "soak", data)
-    return [healthy, faulty, eight_gpus(folder, {5: 0.85, 6: 0.70})]
+    unmeasured = one_gpu(folder, "h200x1-accept-unmeasured")
+    for phase, keys in (("memtest", ("bytes_tested", "passes", "bad_words", "patterns",
+                                     "seconds")),
+                        ("compute", ("dtype", "shape", "repeats", "mismatched")),
+                        ("soak", ("seconds",))):  # fmt: skip
+        data = read(unmeasured, phase)
+        for key in keys:
+            del data["gpus"][0]["result"][key]
+        write(unmeasured, phase, data)
+    return [healthy, faulty, unmeasured, eight_gpus(folder, {5: 0.85, 6: 0.70})]

@@ -9,10 +9,10 @@ class Gpu(FactsModel):
     gpu: int
     uuid: str | None
     pci_bus_id: str | None
-    dtype: str
-    shape: list[int]
-    repeats: int
-    mismatched_repeats: list[int]
+    dtype: str | None
+    shape: list[int] | None
+    repeats: int | None
+    mismatched_repeats: list[int] | None
     digest: str | None
     matches_node: bool | None
     reference_max_rel_error: float | None

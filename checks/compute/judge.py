@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, applicable, finite, judge_phase
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, count, finite, judge_phase
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
@@ -25,17 +25,20 @@ class ComputeImpl:
 def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
     majority = _majority_digests(ran)
+    untested: list[str] = []  # never a pass for what did not run: UNKNOWN
     for entry in ran:
         result = entry.result or {}
-        mismatched = _repeats(result.get("mismatched"))
+        mismatched = _whole_numbers(result.get("mismatched"))
         digest = result.get("digest") if isinstance(result.get("digest"), str) else None
+        dtype = result.get("dtype")
+        shape = _whole_numbers(result.get("shape"))
         peers = [e for e in ran if e.name == entry.name]
         matches = None if len(peers) < 2 or digest is None else digest == majority.get(entry.name)
         facts = {
             **entry.identity(),
-            "dtype": str(result.get("dtype") or "bf16"),
-            "shape": _repeats(result.get("shape")),
-            "repeats": int(finite(result.get("repeats")) or 0),
+            "dtype": dtype if isinstance(dtype, str) else None,
+            "shape": shape if shape is not None and len(shape) == 3 else None,
+            "repeats": count(result.get("repeats")),
             "mismatched_repeats": mismatched,
             "digest": digest,
             "matches_node": matches,
@@ -53,14 +56,16 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
                     labels=labels,
                 )
             )
-        out.metrics.append(
-            Metric(
-                name="sitscheck.accept.compute.mismatched_repeats",
-                value=len(mismatched),
-                unit="{repeat}",
-                labels=labels,
+        if mismatched is not None:
+            out.metrics.append(
+                Metric(
+                    name="sitscheck.accept.compute.mismatched_repeats",
+                    value=len(mismatched),
+                    unit="{repeat}",
+                    labels=labels,
+                )
             )
-        )
+        untested.extend(_untested(entry, facts))
         out.findings.extend(_findings(entry, facts, peers, majority))
         tile = _reference(entry, result)
         out.findings.extend(tile)
@@ -71,7 +76,23 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
         if len(peers) < 2:
             out.not_judged.append(f"GPU {entry.index}: digest across GPUs: not applicable (the "
                                   f"only {entry.name or 'GPU'} of the node)")  # fmt: skip
+        elif digest is None:
+            out.not_judged.append(f"GPU {entry.index}: no digest in the record: not compared "
+                                  "with the other GPUs'")  # fmt: skip
+    out.error = "; ".join(untested) or None
     return out
+
+
+def _untested(entry: Entry, facts: dict[str, Any]) -> list[str]:
+    """Why the repeats of GPU `entry` were not compared: no count of them, none finished, or
+    no list of the ones that differed (what the child compared)."""
+    missing = [k for k in ("repeats", "mismatched_repeats") if facts[k] is None]
+    if missing:
+        return [f"GPU {entry.index}: the record holds no {' or '.join(missing)}: the repeats "
+                "not judged"]  # fmt: skip
+    if facts["repeats"] < 1:
+        return [f"GPU {entry.index}: no repeat of the product finished"]
+    return []
 
 
 def _majority_digests(ran: list[Entry]) -> dict[str | None, str]:
@@ -105,8 +126,8 @@ def _findings(
                 severity=Severity.CRITICAL,
                 device=device,
                 message=f"GPU {entry.index}: silent data corruption suspected: repeat(s) "
-                f"{', '.join(str(r) for r in mismatched[:5])} of {facts['repeats']} gave "
-                "other bits than the first",
+                f"{', '.join(str(r) for r in mismatched[:5])} of "
+                f"{_or_unknown(facts['repeats'])} gave other bits than the first",
             )
         )
     if len(peers) >= 2 and facts["digest"] is not None and facts["matches_node"] is not True:
@@ -147,7 +168,13 @@ def _reference(entry: Entry, result: dict[str, Any]) -> list[Finding]:
     ]
 
 
-def _repeats(value: object) -> list[int]:
-    """A list of whole numbers from a record (repeat numbers, a shape); anything else dropped."""
-    items = value if isinstance(value, list) else []
-    return [int(v) for v in items if isinstance(v, int) and not isinstance(v, bool)]
+def _or_unknown(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _whole_numbers(value: object) -> list[int] | None:
+    """A list of whole numbers from a record (repeat numbers, a shape), its other items
+    dropped; None where the record holds no list."""
+    if not isinstance(value, list):
+        return None
+    return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)]

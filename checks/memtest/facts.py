@@ -23,14 +23,14 @@ class Gpu(FactsModel):
     gpu: int
     uuid: str | None
     pci_bus_id: str | None
-    bytes_tested: int
-    patterns: list[str]
-    passes: int
-    bad_words: int
+    bytes_tested: int | None
+    patterns: list[str] | None
+    passes: int | None
+    bad_words: int | None
     first_bad: FirstBad | None
     ecc_before: Ecc | None
     ecc_after: Ecc | None
-    seconds: float
+    seconds: float | None
 
 
 class Facts(FactsModel):

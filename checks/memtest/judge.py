@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, applicable, finite, judge_phase
+from sitscheck.accept.records import Entry, PhaseRecord, applicable, count, finite, judge_phase
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
@@ -22,43 +22,47 @@ class MemtestImpl:
         return judge_phase(ctx, RECORD, "memtest.workload_hung", judge)
 
 
+# what the memory test cannot be judged without: a record lacking one is UNKNOWN, never 0
+NEEDED = ("bytes_tested", "passes", "bad_words")
+
+
 def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
     untested: list[str] = []  # never a pass for what did not run: UNKNOWN
     for entry in ran:
         result = entry.result or {}
+        patterns = result.get("patterns")
         facts = {
             **entry.identity(),
-            "bytes_tested": _count(result.get("bytes_tested")),
-            "patterns": [str(p) for p in result.get("patterns") or [] if isinstance(p, str)],
-            "passes": _count(result.get("passes")),
-            "bad_words": _count(result.get("bad_words")),
+            "bytes_tested": count(result.get("bytes_tested")),
+            "patterns": [str(p) for p in patterns if isinstance(p, str)]
+            if isinstance(patterns, list)
+            else None,
+            "passes": count(result.get("passes")),
+            "bad_words": count(result.get("bad_words")),
             "first_bad": _first_bad(result.get("first_bad")),
             "ecc_before": _ecc(result.get("ecc_before")),
             "ecc_after": _ecc(result.get("ecc_after")),
-            "seconds": finite(result.get("seconds")) or 0.0,
+            "seconds": finite(result.get("seconds")),
         }
         out.facts["gpus"].append(facts)
         labels = {"gpu": str(entry.index)}
-        out.metrics.append(
-            Metric(
-                name="sitscheck.accept.memtest.bad_words",
-                value=facts["bad_words"],
-                unit="{word}",
-                labels=labels,
-            )
-        )
-        out.metrics.append(
-            Metric(
-                name="sitscheck.accept.memtest.bytes",
-                value=facts["bytes_tested"],
-                unit="By",
-                labels=labels,
-            )
-        )
+        for name, key, unit in (
+            ("sitscheck.accept.memtest.bad_words", "bad_words", "{word}"),
+            ("sitscheck.accept.memtest.bytes", "bytes_tested", "By"),
+        ):
+            if facts[key] is not None:
+                out.metrics.append(Metric(name=name, value=facts[key], unit=unit, labels=labels))
         out.findings.extend(_findings(entry, facts))
-        if not facts["passes"] or not facts["bytes_tested"]:
+        missing = [key for key in NEEDED if facts[key] is None]
+        if missing:
+            untested.append(f"GPU {entry.index}: the record holds no {' or '.join(missing)}: "
+                            "the memory test not judged")  # fmt: skip
+        elif not facts["passes"] or not facts["bytes_tested"]:
             untested.append(f"GPU {entry.index}: the memory test ended before a whole pass")
+        if facts["seconds"] is None:
+            out.not_judged.append(f"GPU {entry.index}: the test's time is not in the record: "
+                                  "its throughput not compared with the other GPUs'")  # fmt: skip
         if facts["ecc_before"] is None or facts["ecc_after"] is None:
             out.not_judged.append(f"GPU {entry.index}: ECC counters not readable (no ECC "
                                   "reporting): only the patterns judged")  # fmt: skip
@@ -74,13 +78,14 @@ def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
         first = facts["first_bad"] or {}
         where = (f"; first at 0x{first['address']:x}: expected {first['expected']}, read "
                  f"{first['read']}") if first else ""  # fmt: skip
+        tested = facts["bytes_tested"]
+        size = f" in {tested / GIB:.1f} GiB" if tested is not None else ""
         found.append(
             Finding(
                 code="memtest.bad_words",
                 severity=Severity.CRITICAL,
                 device=device,
-                message=f"GPU {entry.index}: {bad} bad word(s) in "
-                f"{facts['bytes_tested'] / GIB:.1f} GiB{where}",
+                message=f"GPU {entry.index}: {bad} bad word(s){size}{where}",
             )
         )
     before, after = facts["ecc_before"], facts["ecc_after"]
@@ -124,10 +129,6 @@ def _findings(entry: Entry, facts: dict[str, Any]) -> list[Finding]:
 
 ECC_COUNTS = ("volatile_corrected", "volatile_uncorrected", "retired_pages")
 ECC_FLAGS = ("remap_pending", "remap_failure")
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _ecc(value: object) -> dict[str, Any] | None:

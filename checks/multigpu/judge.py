@@ -19,6 +19,7 @@ from sitscheck.accept.records import (
     PhaseRecord,
     RecordError,
     applicable,
+    count,
     no_gpu_took_part,
     parse_record,
 )
@@ -28,7 +29,7 @@ from sitscheck.models import Finding, Severity
 from sitscheck.probes.nccl import STARTING
 
 from .check import RECORD
-from .result import nccl_figure, whole
+from .result import nccl_figure
 
 STARTED = ("ok", "hung")
 
@@ -70,9 +71,9 @@ def _gpu(entry: Entry) -> dict[str, Any]:
     rank, wrong = result.get("rank"), result.get("wrong_elements")
     return {
         **entry.identity(),
-        "rank": rank if whole(rank) else None,
+        "rank": count(rank),
         "status": entry.status,
-        "wrong_elements": wrong if whole(wrong) else None,
+        "wrong_elements": count(wrong),
     }
 
 
@@ -81,7 +82,7 @@ def _wrong_sums(entries: list[Entry]) -> list[Finding]:
     for entry in entries:
         result = entry.result or {}
         wrong = result.get("wrong_elements")
-        if entry.status != "ok" or not whole(wrong) or not wrong:
+        if entry.status != "ok" or not count(wrong):
             continue
         raw = result.get("nccl")
         nccl: dict[str, Any] = raw if isinstance(raw, dict) else {}

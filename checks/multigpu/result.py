@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from sitscheck.accept.records import PhaseRecord, RecordError, parse_record
+from sitscheck.accept.records import PhaseRecord, RecordError, count, parse_record
 from sitscheck.contract import Sources
 
 from .check import RECORD
@@ -19,7 +19,12 @@ def nccl_figure(record: PhaseRecord) -> dict[str, Any] | None:
         return None
     op, nbytes, bus, ranks = (nccl.get(k) for k in ("op", "bytes", "bus_gbs", "ranks"))
     nvls_disabled = nccl.get("nvls_disabled")
-    if not (isinstance(op, str) and whole(nbytes, 1) and whole(ranks, 1) and _number(bus)):
+    if not (
+        isinstance(op, str)
+        and count(nbytes, 1) is not None
+        and count(ranks, 1) is not None
+        and _number(bus)
+    ):
         return None
     if not isinstance(nvls_disabled, bool):
         return None
@@ -37,11 +42,6 @@ def read_nccl(sources: Sources) -> dict[str, Any] | None:
         return nccl_figure(parse_record(artifact.text))
     except RecordError:
         return None
-
-
-def whole(value: Any, least: int = 0) -> bool:
-    """An integer (not a bool) of at least `least`."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def _number(value: Any) -> TypeGuard[float]:

@@ -51,7 +51,7 @@ class Gpu(FactsModel):
     gpu: int
     uuid: str | None
     pci_bus_id: str | None
-    seconds: float
+    seconds: float | None
     samples: int
     steady_from_s: float | None
     power_w: Power

@@ -44,6 +44,7 @@ class SoakImpl:
 
 def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
     out = CheckOutput(facts={"engine": record.engine, "gpus": []})
+    untimed: list[str] = []  # never a pass for what cannot be judged: UNKNOWN
     for entry in ran:
         result = entry.result or {}
         loaded = loaded_samples(result)
@@ -70,11 +71,16 @@ def judge(record: PhaseRecord, ran: list[Entry]) -> CheckOutput:
                     f"{', '.join(str(m) for m in mismatches[:5])} of {result.get('iterations')}",
                 )
             )
+        if facts["seconds"] is None:  # no window of the load: none of its samples is known
+            untimed.append(f"GPU {entry.index}: the record holds no seconds (how long the load "
+                           "ran): the soak not judged")  # fmt: skip
+            continue
         if facts["reasons_s"] is None:
             out.not_judged.append(f"GPU {entry.index}: clock-event reasons not readable")
         if facts["steady_from_s"] is None:
             out.not_judged.append(f"GPU {entry.index}: {_no_steady_state(facts)}: power, clocks, "
                                   "iteration times and TFLOP/s not judged")  # fmt: skip
+    out.error = "; ".join(untimed) or None
     return out
 
 
@@ -87,17 +93,22 @@ def _no_steady_state(facts: dict[str, Any]) -> str:
 
 
 def loaded_samples(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The soak's samples taken under load, timed from its start (`stats.load_window`)."""
+    """The soak's samples taken under load, timed from its start (`stats.load_window`); none
+    where the record does not say how long the load ran. A record without the load's start on
+    the sampler's clock (written before the parent recorded it) is taken to start with it."""
     samples = [s for s in result.get("samples") or [] if isinstance(s, dict)]
-    started = finite(result.get("load_started_s")) or 0.0
-    return load_window(samples, started, finite(result.get("seconds")) or 0.0)
+    seconds = finite(result.get("seconds"))
+    if seconds is None:
+        return []
+    started = finite(result.get("load_started_s"))
+    return load_window(samples, 0.0 if started is None else started, seconds)
 
 
 def gpu_facts(entry: Entry, result: dict[str, Any], loaded: list[dict[str, Any]]) -> dict[str, Any]:
     """One GPU's soak facts over `loaded` (the load's samples): the clock-event reasons and the
     temperatures over the whole load (a hardware slowdown drops the clocks out of the steady
     band, so the steady state alone would hide it), the rest over the steady state."""
-    seconds = finite(result.get("seconds")) or 0.0
+    seconds = finite(result.get("seconds"))
     start = steady_from(loaded)
     steady = [s for s in loaded if start is not None and s["t"] >= start]
     power = _values(steady, "power_w")

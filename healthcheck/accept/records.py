@@ -174,6 +174,15 @@ def median(values: Sequence[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def count(value: object, least: int = 0) -> int | None:
+    """A record's count (bytes, passes, repeats, words, a rank) as an int, or None where it is
+    none: null, text, a bool, a float or a number below `least`. Never 0 for a count not given
+    (facts.md: a figure that could not be measured is null)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= least:
+        return value
+    return None
+
+
 def finite(value: object) -> float | None:
     """A record's number as a float, or None where it is none: null, text, a bool, NaN or an
     infinity (JSON from a child or a bundle may hold any of them; a fact is a number or null)."""
