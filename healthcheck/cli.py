@@ -269,6 +269,12 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 
     with interruptible() as interrupt:  # SIGTERM/SIGINT: partial report, children killed
         report = _execute_and_deliver(config, request, specs, otlp_settings)
+    return _exit_code(report, specs, interrupt)
+
+
+def _exit_code(report: Any, specs: Any, interrupt: Any) -> int:
+    """A run's exit code (`run` and `accept` alike): the report's, or NPD's for the whole run
+    where npd is among the outputs; after a signal, the line that says which."""
     if interrupt.triggered:  # the exit code is the report's, which says so (interrupt.settle)
         typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
     if any(spec.name == "npd" for spec in specs):
@@ -694,19 +700,17 @@ def _accept(
     outputs: list[str],
     otlp: str | None,
 ) -> int:
-    import os
     import time
 
     from .accept.command import prepare
     from .app import RunRequest, selected_checks
     from .contract.evidence import gather
-    from .export.settings import resolve_settings
     from .interrupt import interruptible
     from .reporters.outputs import parse_outputs
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
-    otlp_settings = resolve_settings(config.otlp, otlp, os.environ)
+    otlp_settings = _otlp_settings(config, otlp)  # as run: a malformed setting is a warning
     json_on_stdout = any(s.name == "json" and not s.path for s in specs)
     progress = sys.stderr.isatty() and not json_on_stdout
     with interruptible() as interrupt:
@@ -726,6 +730,4 @@ def _accept(
             )
         finally:
             acceptance.close()
-    if interrupt.triggered:
-        typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
-    return int(report.exit_code)
+    return _exit_code(report, specs, interrupt)

@@ -6,6 +6,7 @@ with NVML the workload children find no CUDA and fail, which is what the run mus
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -260,6 +261,28 @@ def test_skip_leaves_a_phase_out_and_the_headline_says_so(tmp_path: Path) -> Non
     for name in ("compute", "soak", "multigpu"):  # not skipped: they still had no GPU
         assert found[name]["status"] == "unknown", found[name]
     assert code == 2  # the driver check's critical finding (GPUs on the bus, no driver)
+
+
+def test_with_npd_among_the_outputs_the_exit_code_is_npds_as_for_run(tmp_path: Path) -> None:
+    """`-o npd`: node-problem-detector's exit codes (0 ok or warning, 1 critical, 2 unknown),
+    for the whole run, as `run` gives them: the driverless node is critical (1, not 2). A
+    malformed OTEL_* setting is one warning line, as for run."""
+    node = fake_node(tmp_path, driver=False)
+    env = {**os.environ, "OTEL_RESOURCE_ATTRIBUTES": "site=s1,broken"}
+    codes = {}
+    for command in (["accept", "--budget", "60"], ["run"]):
+        done = subprocess.run(
+            [sys.executable, str(FAULT_NODE), str(node), *command, "-o", "npd",
+             "-o", f"json={tmp_path / 'report.json'}"],
+            capture_output=True, text=True, timeout=600, cwd=TESTS, env=env,
+        )  # fmt: skip
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["status"] == "critical", (command, done.stderr)
+        assert done.stdout.startswith("critical: "), done.stdout  # NPD's one line
+        warned = [line for line in done.stderr.splitlines() if "OTEL_RESOURCE_ATTRIBUTES" in line]
+        assert len(warned) == 1 and warned[0].startswith("sitscheck: warning: "), done.stderr
+        codes[command[0]] = done.returncode
+    assert codes == {"accept": 1, "run": 1}
 
 
 @pytest.mark.slow
