@@ -707,9 +707,12 @@ def _accept(
     from .contract.evidence import gather
     from .interrupt import interruptible
     from .reporters.outputs import parse_outputs
+    from .sources.bundle_writer import check_target
 
     config = _config(overrides, config_path)
     specs = parse_outputs(outputs)
+    if options["collect"] is not None:  # a path collect would refuse: now, not after the run
+        check_target(options["collect"], "accept --collect")
     otlp_settings = _otlp_settings(config, otlp)  # as run: a malformed setting is a warning
     json_on_stdout = any(s.name == "json" and not s.path for s in specs)
     progress = sys.stderr.isatty() and not json_on_stdout

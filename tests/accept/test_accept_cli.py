@@ -134,6 +134,53 @@ def test_a_malformed_fault_is_refused_before_the_plan_is_printed(
     assert refusal("--inject", "hang:x") == "sitscheck: --inject hang:x: FAULT:GPU (test-only)"
 
 
+def _collect_target(kind: str, tmp_path: Path) -> Path:
+    """A --collect path that `sitscheck collect` would refuse, of one `kind`."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    if kind == "not empty":
+        (tmp_path / "full").mkdir()
+        (tmp_path / "full" / "old.txt").write_text("an earlier bundle\n")
+        return tmp_path / "full"
+    if kind == "link":
+        (tmp_path / "link").symlink_to(empty, target_is_directory=True)
+        return tmp_path / "link"
+    if kind == "file":
+        (tmp_path / "file").write_text("")
+        return tmp_path / "file"
+    if kind == "tarball taken":
+        (tmp_path / "b.tar.gz").symlink_to(tmp_path / "elsewhere.tar.gz")  # even a dangling link
+        return tmp_path / "b.tar.gz"
+    (tmp_path / "plain").write_text("")
+    return tmp_path / "plain" / "bundle"  # under a file
+
+
+@pytest.mark.parametrize(
+    ("kind", "why"),
+    [
+        ("not empty", "the folder is not empty (a bundle of old and new files would mix two "
+         "nodes' or two times' evidence); give a new or empty folder"),
+        ("link", "a symbolic link; give the folder itself"),
+        ("file", "not a folder"),
+        ("tarball taken", "already exists; give a new tarball path"),
+        ("under a file", "{parent} is not a folder"),
+    ],
+)  # fmt: skip
+def test_a_collect_target_collect_would_refuse_is_refused_before_the_plan(
+    kind: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--collect is checked as `sitscheck collect` checks its target, before anything starts
+    (one line, exit 3, no plan printed, NVML not opened), not at the end of the run; the
+    refused path and what a link points at are left as they were."""
+    fake = use_nvml(monkeypatch)
+    target = _collect_target(kind, tmp_path)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    line = refusal("--budget", "60", "--collect", str(target))  # a regression runs 60 s, no more
+    assert line == f"sitscheck: accept --collect {target}: {why.format(parent=target.parent)}"
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert fake.shutdown_count == 0  # refused before the GPUs were looked at
+
+
 def test_mig_enabled_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = use_nvml(monkeypatch)
     fake.mig[1] = 1
