@@ -26,7 +26,7 @@ from ..sources.nvml_record import normalise_bus_id
 from .children import Child, Target
 from .gpus import NodeGpus
 from .multigpu import run_multigpu
-from .phases import Injection, PhaseContext, run_plan
+from .phases import Injection, PhaseContext, phase_targets, run_plan
 from .plan import Plan, PlannedPhase
 
 
@@ -89,7 +89,7 @@ class Acceptance:
             baseline_used=self.baseline_used,
         )
         extra = {
-            "bandwidth": lambda phase: _bandwidth(sources, phase),
+            "bandwidth": lambda phase: _bandwidth(sources, phase, phase_targets(phase, ctx)),
             "multigpu": lambda phase: run_multigpu(phase, ctx),
         }
         self.records = run_plan(self.plan, ctx, extra)
@@ -173,11 +173,13 @@ def _same(device: Device, bus: str | None, target: Target) -> bool:
     return device.index is not None and device.index == target.index
 
 
-def _bandwidth(sources: Sources, phase: PlannedPhase) -> dict[str, Any]:
-    """The bandwidth phase: the existing probe, now, within the phase's time."""
+def _bandwidth(sources: Sources, phase: PlannedPhase, targets: Sequence[Target]) -> dict[str, Any]:
+    """The bandwidth phase: the existing probe, now, within the phase's time, on the phase's
+    GPUs (`targets`: --gpus, less those a critical finding keeps out) and no other."""
     options = getattr(sources, "options", None)
     if options is not None:  # the probe's deadline, and its grace to print, within the phase
         options.bandwidth_s = max(phase.seconds - PROBE_GRACE_S, 1.0)
+        options.bandwidth_gpus = tuple(t.uuid for t in targets if t.uuid)
     artifact = sources.artifact(BANDWIDTH_JSON)
     records = getattr(sources, "records", None)
     if artifact.text is not None and isinstance(records, dict):

@@ -48,6 +48,9 @@ class LiveOptions(Struct):
     log_paths: dict[str, list[Path]] = field(default_factory=dict)
     load_seconds: float | None = None
     bandwidth_s: float | None = None  # the bandwidth probe's deadline; None: not measured
+    # the GPUs the probe may load (UUIDs, its CUDA_VISIBLE_DEVICES; an acceptance phase's);
+    # None: every GPU (`--bandwidth`), empty: none (the probe is not started)
+    bandwidth_gpus: tuple[str, ...] | None = None
     driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
@@ -205,12 +208,15 @@ class LiveSources(Memo):
             )
         if self.driver().state != "present":
             return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=self.driver().detail)
+        if self.options.bandwidth_gpus == ():
+            why = "not run: no GPU of its phase was left to load (each one's reason is its own)"
+            return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=why)
         self.gpu_snapshot()
         if self._load is not None:
             self._load.stop()
         from ..probes.bandwidth.probe import run_probe
 
-        return run_probe(self.options.bandwidth_s)
+        return run_probe(self.options.bandwidth_s, self.options.bandwidth_gpus)
 
     def meta(self) -> dict[str, Any]:
         return {

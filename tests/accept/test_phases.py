@@ -326,6 +326,61 @@ def test_a_critical_passive_finding_on_gpu_1_keeps_every_phase_off_it(marks: Pat
     assert not list(marks.glob("GPU-fake-1.*"))  # no child ever started on GPU 1
 
 
+@pytest.mark.parametrize(
+    ("planned", "blocked", "probed"),
+    [
+        ((0, 1), True, ("GPU-fake-0",)),  # GPU 1: an Xid 79 before the phase
+        ((1,), False, ("GPU-fake-1",)),  # --gpus 1
+        ((1,), True, ()),  # --gpus 1, and GPU 1 kept out: no probe at all
+    ],
+)
+def test_the_bandwidth_probe_loads_the_phases_gpus_alone(
+    planned: tuple[int, ...], blocked: bool, probed: tuple[str, ...]
+) -> None:
+    """The session hands the bandwidth phase's GPUs (the plan's, less those a critical passive
+    finding keeps out) to the probe, which sees those alone (its CUDA_VISIBLE_DEVICES: see
+    tests/bandwidth, test_the_probe_sees_only_the_gpus_it_is_given)."""
+    from types import SimpleNamespace
+
+    from fakes.fake_checks import FakeCheck
+    from sitscheck.accept.session import Acceptance
+    from sitscheck.config import RunConfig
+    from sitscheck.contract import CheckOutput
+    from sitscheck.contract.evidence import DeclaredEvidence
+    from sitscheck.probes.bandwidth import BANDWIDTH_JSON
+    from sitscheck.sources.base import Artifact
+    from sitscheck.sources.replay import replay_sources
+
+    xid = Finding(code="xid.79", severity=Severity.CRITICAL, message="GPU 1 fell off the bus",
+                  device=Device(index=1, pci_bus_id="0000:1a:00.0"))  # fmt: skip
+    check = FakeCheck("xid", CheckOutput(findings=[xid] if blocked else []))
+    asked: list[tuple[str, ...] | None] = []
+    options = SimpleNamespace(bandwidth_s=None, bandwidth_gpus=None)
+
+    class Sources:
+        """The replayed node, with a live node's options and a probe that says what it got."""
+
+        def __init__(self, replayed: Any) -> None:
+            self.replayed, self.options, self.records = replayed, options, {}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.replayed, name)
+
+        def artifact(self, name: str) -> Artifact:
+            if name != BANDWIDTH_JSON:
+                return self.replayed.artifact(name)  # type: ignore[no-any-return]
+            asked.append(options.bandwidth_gpus)
+            return Artifact(name, None, "python -m sitscheck.probes.bandwidth", reason="no CUDA")
+
+    bandwidth = PlannedPhase("bandwidth", 0.0, HOUR, 8.0, 0.0, planned, module="x")
+    acceptance = Acceptance(RunConfig(), Plan(300.0, (bandwidth,)), FakeGpus(2), "auto",
+                            time.monotonic(), lambda: False, False, DeclaredEvidence())  # fmt: skip
+    bundle = Path(__file__).resolve().parent.parent / "bundles" / "h200x2-idle-v0"
+    with replay_sources(str(bundle)) as replayed:
+        acceptance.run([check], Sources(replayed), {}, time.monotonic() + HOUR)
+    assert asked == [probed]
+
+
 def test_the_bandwidth_probe_is_given_a_deadline_that_ends_within_its_phase() -> None:
     """The probe runs until its deadline plus GRACE_S to print; both fit in the phase."""
     from types import SimpleNamespace
@@ -335,7 +390,7 @@ def test_the_bandwidth_probe_is_given_a_deadline_that_ends_within_its_phase() ->
     from sitscheck.sources.base import Artifact
 
     asked: list[float] = []
-    options = SimpleNamespace(bandwidth_s=None)
+    options = SimpleNamespace(bandwidth_s=None, bandwidth_gpus=None)
 
     def artifact(name: str) -> Artifact:
         asked.append(options.bandwidth_s)
@@ -343,7 +398,7 @@ def test_the_bandwidth_probe_is_given_a_deadline_that_ends_within_its_phase() ->
 
     sources = SimpleNamespace(options=options, artifact=artifact, records={})
     bandwidth = PlannedPhase("bandwidth", 267.0, 18.0, 8.0, 10.0, (0,), module="x")
-    record = _bandwidth(sources, bandwidth)  # type: ignore[arg-type]
+    record = _bandwidth(sources, bandwidth, TARGETS[:1])  # type: ignore[arg-type]
     assert asked and asked[0] + GRACE_S <= bandwidth.seconds
     assert record == {"engine": "ptx", "probe": "python -m sitscheck.probes.bandwidth",
                       "measured": False, "reason": "no CUDA"}  # fmt: skip
