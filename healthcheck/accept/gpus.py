@@ -12,6 +12,7 @@ from typing import Any
 from ..sources.gpu_snapshot import CLOCK_MEM, CLOCK_SM, FIELD_MEMORY_TEMP, TEMP_GPU
 from ..sources.nvml import Nvml
 from ..sources.nvml_record import milli, normalise_bus_id, text
+from ..threads import start_daemon
 from .children import Target
 
 ECC_CORRECTED, ECC_UNCORRECTED, ECC_VOLATILE = 0, 1, 0
@@ -168,15 +169,18 @@ class Sampler:
         self.samples: dict[int, list[dict[str, Any]]] = {i: [] for i in indices}
         self.started = time.monotonic()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="soak-sampler")
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        """Raises `threads.CannotStart` where the system refuses the thread (then no sample is
+        taken, and the soak must not run without its trace)."""
         self.started = time.monotonic()
-        self._thread.start()
+        self._thread = start_daemon(self._run, name="soak-sampler")
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=self.period_s + 5.0)
+        if self._thread is not None:
+            self._thread.join(timeout=self.period_s + 5.0)
 
     def _run(self) -> None:
         tick = self.started

@@ -16,6 +16,7 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from ..threads import CannotStart
 from .children import Child, Progress, Target, run_children
 from .gpus import NodeGpus, Sampler
 from .plan import Plan, PlannedPhase
@@ -122,7 +123,11 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
     before = _around(phase, ctx, targets)
     sampler = Sampler(ctx.gpus, [t.index for t in targets]) if phase.name == "soak" else None
     if sampler is not None:
-        sampler.start()
+        try:
+            sampler.start()
+        except CannotStart as exc:  # no trace, no soak: a load nobody watches judges nothing
+            why = f"not run: {exc}: the soak is not run without its trace"
+            return _record(phase, started_at, None, _not_run(ctx, phase, why))
     try:
         children = run_children(
             phase.module, targets, lambda t: _args(phase, ctx, t), deadline, ctx.stopped,

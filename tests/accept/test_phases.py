@@ -326,6 +326,30 @@ def test_a_critical_passive_finding_on_gpu_1_keeps_every_phase_off_it(marks: Pat
     assert not list(marks.glob("GPU-fake-1.*"))  # no child ever started on GPU 1
 
 
+def test_a_soak_whose_sampler_thread_is_refused_is_not_run_saying_why(
+    marks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sampler's thread starts through `threads.start_daemon`; where the system refuses it
+    (`ulimit -v`, a thread limit) the soak does not run blind: no child starts, every GPU is
+    not run with the reason (the soak check is UNKNOWN), a blocked GPU keeps its own."""
+    from sitscheck.accept import gpus as gpus_module
+    from sitscheck.threads import CannotStart
+
+    def refused(*args: Any, name: str, **kwargs: Any) -> Any:
+        raise CannotStart(f"could not start a thread ({name}): can't start new thread")
+
+    monkeypatch.setattr(gpus_module, "start_daemon", refused)
+    gpus = FakeGpus(3)
+    found = entries(records(Plan(300.0, (phase("soak", (0, 1, 2)),)),
+                            context(gpus, blocked={2: XID_79}))["accept/soak.json"])  # fmt: skip
+    why = ("not run: could not start a thread (soak-sampler): can't start new thread: the soak "
+           "is not run without its trace")  # fmt: skip
+    assert [(e["status"], e["reason"]) for e in found.values()] == [
+        ("not_run", why), ("not_run", why), ("not_run", XID_79)
+    ]  # fmt: skip
+    assert not list(marks.glob("GPU-fake-*"))  # no child started
+
+
 @pytest.mark.parametrize(
     ("planned", "blocked", "probed"),
     [
