@@ -6,8 +6,8 @@ twice, AER/Xid events kept whole). Each bundle is replayed now with each CEL eng
 installed: every check's status and facts (storm fields aside: `event_count`, `groups`)
 and every verdict (rule, status, GPU, message, whether a reason is given) must be the same.
 Checks added since are left out of the comparison (`_known_to`), and so are facts fields
-added to a check since (`ADDED_FACTS`) where they hold the value every snapshot bundle must
-give them (none of them was recorded by a run that fills the field).
+added to a check since (`engine_snapshot.ADDED_FACTS`) where they hold the value every
+snapshot bundle must give them (none of them was recorded by a run that fills the field).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_snapshot import bundles, snapshot
+from engine_snapshot import ADDED_FACTS, bundles, snapshot
 from sitscheck.engine import cel
 
 HERE = Path(__file__).resolve().parent
@@ -30,14 +30,6 @@ ENGINES = [
     )
     for name, module in ((cel.GOOGLE, "cel_expr_python"), (cel.CELPY, "celpy"))
 ]
-
-
-# check -> facts field added since the snapshot -> its value in every snapshot bundle, and why
-ADDED_FACTS: dict[str, dict[str, Any]] = {
-    # the multi-GPU phase of `sitscheck accept` (issue 30, facts.md "Acceptance checks") adds
-    # NCCL's all-reduce figure to the bandwidth facts: null outside an acceptance run
-    "bandwidth": {"nccl": None},
-}
 
 
 @pytest.fixture(scope="module")
