@@ -17,7 +17,8 @@ from __future__ import annotations
 import gc
 import sys
 
-RUNS = ("run", "daemon")  # the commands that take a held signal (no command at all is a run)
+# the commands that take a held signal (no command at all is a run)
+RUNS = ("run", "daemon", "accept")
 
 
 def main() -> None:

@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 
 
 class RunRequest(Struct, frozen=True):
-    """What to run: the run's settings, and the bundle to replay (None: the live node)."""
+    """What to run: the run's settings, and the bundle to replay (None: the live node);
+    `acceptance`: `sitscheck accept`'s phases around the checks (an `accept.session.Acceptance`)."""
 
     config: RunConfig
     bundle: str | None = None
+    acceptance: Any = None
 
 
 def rules_dirs(config: RunConfig) -> list[Path]:
@@ -99,6 +101,7 @@ def live_sources(
         live_options(config, declared, load_margin_s),
         commands=declared.commands,
         nvml_reads=declared.nvml_reads,
+        workloads=declared.workloads,
     )
 
 
@@ -179,7 +182,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         from .report.assemble import build_report
 
         guarded = interrupt.guard(checks)
-        results = run_checks(guarded, sources, config, settings, deadline=deadline)
+        if request.acceptance is not None:
+            results = request.acceptance.run(guarded, sources, settings, deadline)
+        else:
+            results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
         meta = sources.meta()
     env, ruleset, profiles = background.result() if background else compile_rules()
@@ -188,6 +194,10 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
+    from .accept.records import accepted_without
+
+    left_out = accepted_without([r.skip_reason for r in results], [r.name for r in results])
+    note = "; ".join(n for n in (note, left_out) if n) or None
     report = build_report(
         results,
         verdicts,

@@ -65,7 +65,10 @@ def _check_names(flag: str, help_text: str) -> Any:
 
 CheckOpt = Annotated[list[str] | None, _check_names("--check", "Run only this check (repeatable).")]
 SkipOpt = Annotated[list[str] | None, _check_names("--skip", "Skip this check (repeatable).")]
-OUTPUTS = "table | text | json[=PATH] | junit=PATH | npd | prom=DIR, or a plugin's (repeatable)."
+OUTPUTS = (
+    "table | text | json[=PATH] | junit=PATH | npd | prom=DIR | html=PATH, or a plugin's "
+    "(repeatable)."
+)
 OutputOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -266,6 +269,12 @@ def _run_once(config: Any, request: Any, specs: Any, otlp_settings: Any) -> int:
 
     with interruptible() as interrupt:  # SIGTERM/SIGINT: partial report, children killed
         report = _execute_and_deliver(config, request, specs, otlp_settings)
+    return _exit_code(report, specs, interrupt)
+
+
+def _exit_code(report: Any, specs: Any, interrupt: Any) -> int:
+    """A run's exit code (`run` and `accept` alike): the report's, or NPD's for the whole run
+    where npd is among the outputs; after a signal, the line that says which."""
     if interrupt.triggered:  # the exit code is the report's, which says so (interrupt.settle)
         typer.echo(f"sitscheck: interrupted by {interrupt.signal_name}", err=True)
     if any(spec.name == "npd" for spec in specs):
@@ -634,3 +643,94 @@ def _usage_error(exc: Exception) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())  # type: ignore[func-returns-value]
+
+
+@app.command(cls=_Command)
+def accept(
+    budget: Annotated[
+        float, typer.Option("--budget", metavar="SECONDS", help="Whole run, plan and report.")
+    ] = 300.0,
+    gpus: Annotated[
+        str | None, typer.Option("--gpus", metavar="0,1,…", help="GPUs to load (default all).")
+    ] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option("--skip", metavar="PHASE", help="Leave a phase out (repeatable)."),
+    ] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", metavar="auto|torch|ptx", help="GEMM engine.")
+    ] = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even with another process on a GPU, or MIG.")
+    ] = False,
+    collect: Annotated[
+        Path | None,
+        typer.Option("--collect", metavar="DIR", help="Record the run as a bundle (or .tar.gz)."),
+    ] = None,
+    inject: Annotated[
+        list[str] | None,
+        typer.Option("--inject", metavar="FAULT:GPU", hidden=True, help="Test-only faults."),
+    ] = None,
+    output: OutputOpt = None,
+    verbose: VerboseOpt = False,
+    expect_gpus: ExpectOpt = None,
+    profile: ProfileOpt = None,
+    rules: RulesOpt = None,
+    config: ConfigOpt = None,
+    otlp: OtlpOpt = None,
+) -> None:
+    """Acceptance run of a freshly racked node: memory test, compute and silent-data-corruption
+    screen, soak, bandwidth (about five minutes; run only when asked)."""
+    overrides: dict[str, Any] = {
+        "expect_gpus": expect_gpus,
+        "profile": profile,
+        "rules_dirs": rules or None,
+        "verbose": verbose or None,
+        "run_timeout_s": budget,
+    }
+    options = {"budget": budget, "gpus": gpus, "skip": skip or [], "engine": engine,
+               "force": force, "collect": collect, "inject": inject or []}  # fmt: skip
+    raise typer.Exit(_guarded(lambda: _accept(overrides, config, options, output or [], otlp)))
+
+
+def _accept(
+    overrides: dict[str, Any],
+    config_path: Path | None,
+    options: dict[str, Any],
+    outputs: list[str],
+    otlp: str | None,
+) -> int:
+    import time
+
+    from .accept.command import prepare
+    from .app import RunRequest, selected_checks
+    from .contract.evidence import gather
+    from .interrupt import interruptible
+    from .reporters.outputs import parse_outputs
+    from .sources.bundle_writer import check_target
+
+    config = _config(overrides, config_path)
+    specs = parse_outputs(outputs)
+    if options["collect"] is not None:  # a path collect would refuse: now, not after the run
+        check_target(options["collect"], "accept --collect")
+    otlp_settings = _otlp_settings(config, otlp)  # as run: a malformed setting is a warning
+    json_on_stdout = any(s.name == "json" and not s.path for s in specs)
+    progress = sys.stderr.isatty() and not json_on_stdout
+    with interruptible() as interrupt:
+        acceptance = prepare(
+            config, gather(selected_checks(config)), options["budget"], options["gpus"],
+            options["skip"], options["engine"], options["force"], options["inject"], progress,
+            lambda: interrupt.triggered,
+        )  # fmt: skip
+        acceptance.collect_to = options["collect"]
+        # the run's deadline counts from the plan's start: the budget holds whatever happens
+        left = max(options["budget"] - (time.monotonic() - acceptance.began), 1.0)
+        config = config.model_copy(update={"run_timeout_s": left})
+        acceptance.config = config
+        try:
+            report = _execute_and_deliver(
+                config, RunRequest(config, acceptance=acceptance), specs, otlp_settings
+            )
+        finally:
+            acceptance.close()
+    return _exit_code(report, specs, interrupt)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .status import Layer, Severity, Status, worst
 
@@ -100,6 +100,48 @@ class Metric(BaseModel):
     )
 
 
+class SeriesLine(BaseModel):
+    """One quantity a check sampled over time: `values[i]` at `t[i]` seconds."""
+
+    name: str = Field(description="What was sampled: the record's key (sm_clock_mhz, power_w).")
+    label: str
+    unit: str = Field(description="As the metrics write units: MHz, W, Cel, ms.")
+    t: list[float] = Field(description="Seconds from the start of the workload.")
+    values: list[float | None] = Field(description="None: not readable at that moment.")
+
+    @model_validator(mode="after")
+    def _paired(self) -> SeriesLine:
+        if len(self.t) != len(self.values):
+            raise ValueError(f"{self.name}: {len(self.t)} times for {len(self.values)} values")
+        return self
+
+
+class Moment(BaseModel):
+    """A time worth marking on a device's series (when the steady state began)."""
+
+    t: float
+    label: str
+
+
+class Level(BaseModel):
+    """A value worth marking on the lines of its unit (the power limit, 83 °C)."""
+
+    value: float
+    unit: str
+    label: str
+
+
+class Series(BaseModel):
+    """What a check sampled on one device while its workload ran (the soak: every second), for
+    reporters that draw it (html). The facts hold the statistics; this is the shape behind
+    them. Per-second points at most."""
+
+    device: Device
+    lines: list[SeriesLine]
+    moments: list[Moment] = Field(default_factory=list)
+    levels: list[Level] = Field(default_factory=list)
+
+
 class CheckResult(BaseModel):
     name: str
     layer: Layer = Layer.RUNTIME
@@ -112,6 +154,11 @@ class CheckResult(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     not_judged: list[str] = Field(
         default_factory=list, description="Judgements the check could not make, with why."
+    )
+    series: list[Series] = Field(
+        default_factory=list,
+        description="Per-device time series of an active check (the soak's trace), one per "
+        "GPU; empty for the passive checks.",
     )
 
 

@@ -65,6 +65,16 @@ class SharedPort(FactsModel):
     port_limit_bus_id: str | None = None
 
 
+class Nccl(FactsModel):
+    """The multi-GPU phase's NCCL all-reduce (`sitscheck accept` on 2+ GPUs; facts.md)."""
+
+    op: str  # "all_reduce"
+    bytes: int  # one all-reduce's message
+    bus_gbs: float  # nccl-tests' bus bandwidth: algbw × 2(n−1)/n
+    ranks: int  # the GPUs it ran over
+    nvls_disabled: bool  # NCCL_NVLS_ENABLE=0 was set: no NVLink SHARP, rings instead
+
+
 class Facts(FactsModel):
     source: str  # "bandwidth.json"
     ref: str
@@ -75,3 +85,4 @@ class Facts(FactsModel):
     pairs: list[Pair]
     pairs_refused: list[str]
     shared_ports: list[SharedPort]
+    nccl: Nccl | None  # null: no all-reduce was measured (only `sitscheck accept` runs one)

@@ -9,6 +9,9 @@ rate), or pcie with `pcie_theoretical_gbs` (the narrower GPU's). Per group of GP
 one upstream port (`shared_ports[]`): their concurrent sum against the sum of their figures
 alone. The rules (rules/bandwidth.yaml) hold the achievable fractions and the margins.
 
+The multi-GPU phase's NCCL all-reduce (`sitscheck accept`, 2+ GPUs), where there was one:
+`nccl` (op, bytes, bus_gbs as nccl-tests counts it, ranks, nvls_disabled), else null.
+
 Decides with no threshold: a copy kernel that did not copy what it read
 (`bandwidth.copy_mismatch`, critical). A probe that failed, or stopped before it finished,
 makes the check UNKNOWN with its reason (its figures stay in the facts).
@@ -43,6 +46,7 @@ class Inputs(Struct, frozen=True):
     listed: Sequence[int]  # the indices nvidia-smi lists
     chains: Mapping[str, Chain]  # bus id -> its sysfs path
     paths: Mapping[tuple[int, int], PeerPath] = field(default_factory=dict)
+    nccl: dict[str, Any] | None = None  # the multi-GPU phase's all-reduce (multigpu.result)
 
 
 def judge(inputs: Inputs) -> CheckOutput:
@@ -80,7 +84,12 @@ def judge(inputs: Inputs) -> CheckOutput:
             f"GPU{_index(views, s)}→GPU{_index(views, d)}" for s, d in record.p2p_refused
         ],
         "shared_ports": groups,
+        "nccl": inputs.nccl,
     }
+    if inputs.nccl is not None:
+        out.metrics.append(Metric(name="sitscheck.nccl.allreduce.bus_bandwidth",
+                                  value=inputs.nccl["bus_gbs"] * 1e9, unit="By/s",
+                                  labels={"ranks": str(inputs.nccl["ranks"])}))  # fmt: skip
     if record.elapsed_s is not None:
         out.metrics.append(Metric(name="sitscheck.bandwidth.probe.duration",
                                   value=record.elapsed_s, unit="s"))  # fmt: skip

@@ -1,8 +1,10 @@
-"""The `bandwidth` check once it runs: the probe's record, nvidia-smi -L, sysfs, NVML → judge
+"""The `bandwidth` check once it runs: the probe's record, nvidia-smi -L, sysfs, NVML and the
+multi-GPU phase's all-reduce (accept/multigpu.json, `sitscheck accept` on 2+ GPUs) → judge
 (imported by `impl` only then: a run without --bandwidth skips it unread)."""
 
 from __future__ import annotations
 
+from sitscheck.checks.multigpu.result import read_nccl
 from sitscheck.checks.pcie_link.impl import read_chain
 from sitscheck.checks.pcie_link.judge import Chain
 from sitscheck.contract import CheckContext, CheckOutput
@@ -33,7 +35,8 @@ def collect(ctx: CheckContext) -> CheckOutput:
         if g.pci_bus_id
     }
     snapshot = ctx.sources.gpu_snapshot()[0] if record.p2p else None
-    inputs = Inputs(record, artifact.ref, indices, note, listed, chains, peer_paths(snapshot))
+    inputs = Inputs(record, artifact.ref, indices, note, listed, chains, peer_paths(snapshot),
+                    read_nccl(ctx.sources))  # fmt: skip
     return judge(inputs)
 
 

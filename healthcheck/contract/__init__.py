@@ -27,6 +27,7 @@ from .declarations import (
     NvmlRead,
     ProfileKey,
     RuleFiles,
+    WorkloadSpec,
     unique_index,
 )
 
@@ -91,6 +92,7 @@ __all__ = [
     "RunConfig",
     "Severity",
     "Sources",
+    "WorkloadSpec",
     "kernel_log_skip",
     "nvml_reads_skip",
     "scan_lines",

@@ -29,19 +29,21 @@ from .declarations import (
 if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load checks
     from ..config import RunConfig
     from ..kernlog.scan import KernelLogPass, KernelLogResult
-    from ..models import Finding, Metric
+    from ..models import Finding, Metric, Series
     from ..sources.base import Sources
     from .nvml_readings import NvmlReadings
 
 
 class CheckOutput(Struct):
-    """What a check's `collect` hands back: findings, metrics, facts, not judged, or an error."""
+    """What a check's `collect` hands back: findings, metrics, facts, not judged, or an error;
+    an active check also its per-device time series (what reporters draw)."""
 
     findings: list[Finding] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     not_judged: list[str] = field(default_factory=list)
     error: str | None = None
+    series: list[Series] = field(default_factory=list)  # an active check's trace, per device
 
 
 class CheckContext(Struct, frozen=True):

@@ -280,10 +280,34 @@ class ProfileKey(Struct, frozen=True):
     help: str
 
 
+class WorkloadSpec(Struct, frozen=True):
+    """An active check's workload, run only by `sitscheck accept` (a phase of its plan).
+
+    `module` is started as an isolated child interpreter, one per GPU (CUDA_VISIBLE_DEVICES
+    set to that GPU), as `python -I -m MODULE PHASE --seconds S --engine E`; it speaks the
+    JSON-lines protocol of `sitscheck.probes.accept.child`. The parent writes the phase's
+    record (artifact `record`, e.g. `accept/memtest.json`), which `collect` keeps and replay
+    reads, and which the check's `collect` judges. `share`: the phase's fraction of the
+    budget (None: what the other phases leave); `order`: its place in the plan;
+    `cooldown_s`: an idle pause before it; `multi_gpu`: it needs two GPUs or more;
+    `startup_s`: the part of the phase its children need to start, not working."""
+
+    phase: str
+    module: str
+    record: str
+    summary: str
+    share: float | None
+    order: int
+    cooldown_s: float = 0.0
+    multi_gpu: bool = False
+    startup_s: float = 10.0  # what of the phase a child takes to start (interpreter, CUDA, torch)
+
+
 class Declaration(Struct, frozen=True):
     """A check's declarations gathered, with defaults for what it leaves out."""
 
     evidence: EvidenceSpec = field(default_factory=EvidenceSpec)
+    workload: WorkloadSpec | None = None
     kernel_log: KernelLogInterest | None = None
     codes: CodeTable = field(default_factory=lambda: Codes(()))
     metrics: tuple[MetricSpec, ...] = ()
@@ -312,6 +336,7 @@ def declaration_of(check: Any) -> Declaration:
         codes = Codes(codes)
     return Declaration(
         evidence=getattr(check, "evidence", None) or EvidenceSpec(),
+        workload=getattr(check, "workload", None),
         kernel_log=getattr(check, "kernel_log", None),
         codes=codes,
         metrics=tuple(getattr(check, "metrics", ()) or ()),

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from msgspec import Struct, field
 
 from ..errors import ConfigError
-from .declarations import CommandSpec, LogFilesSpec, NvmlRead, declaration_of
+from .declarations import CommandSpec, LogFilesSpec, NvmlRead, WorkloadSpec, declaration_of
 
 
 class DeclaredEvidence(Struct):
@@ -29,6 +29,7 @@ class DeclaredEvidence(Struct):
     nvml: bool = False
     nvml_reads: dict[str, NvmlRead] = field(default_factory=dict)
     kernel_log: bool = False
+    workloads: list[WorkloadSpec] = field(default_factory=list)  # in plan order (`accept`)
 
 
 def gather(checks: Iterable[Any]) -> DeclaredEvidence:
@@ -43,7 +44,11 @@ def gather(checks: Iterable[Any]) -> DeclaredEvidence:
     for check in checks:
         if not hasattr(check, "collect"):
             continue  # a plugin that failed to load declares nothing
-        spec = declaration_of(check).evidence
+        declaration = declaration_of(check)
+        if declaration.workload is not None:
+            out.workloads.append(declaration.workload)
+            out.workloads.sort(key=lambda w: w.order)
+        spec = declaration.evidence
         for command in spec.commands:
             commands.claim(command.file, command, check.name)
         for read in spec.nvml_reads:

@@ -222,6 +222,7 @@ def _result(slot: _Slot, elapsed: float) -> CheckResult:
         metrics=out.metrics,
         facts=out.facts,
         not_judged=out.not_judged,
+        series=out.series,
     )
 
 

@@ -378,8 +378,16 @@ def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float
         value = _value(expr, scope, env, deadline)
     except _Missing:
         return "?"
+    return _shown(value)
+
+
+def _shown(value: Any) -> str:
+    """A placeholder's value as a message shows it: a float to one decimal, a list as its
+    items (each shown so) separated by commas."""
     if isinstance(value, float):
         return f"{value:.1f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.3g}"
+    if isinstance(value, list):
+        return ", ".join(_shown(item) for item in value)
     return str(value)
 
 

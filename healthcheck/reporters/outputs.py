@@ -4,7 +4,9 @@ Every reporter is an entry point of group `sitscheck.reporters` (a callable
 `render(report, verbose) -> str`), the built-ins registered the same way as a plugin's:
 `table` (rich on a TTY, plain text otherwise), `text`, `json`, `junit` (XML for
 image-validation pipelines), `npd` (node-problem-detector's one line), `prom=DIR`
-(node_exporter's textfile collector: `DIR/sitscheck.prom`, 0644, folders made for it 0755).
+(node_exporter's textfile collector: `DIR/sitscheck.prom`, 0644, folders made for it 0755),
+`html` (one self-contained page: the verdicts, and an acceptance soak's trace per GPU as
+charts).
 With `=PATH` the output is written atomically to that file (0640); a reporter that writes a
 directory (`prom=DIR`) names its own file inside it. A path that is not a regular file (a
 FIFO) is written in place, never past the run's deadline (`files.write_in_place`).

@@ -13,6 +13,7 @@ terminal each cell is plain text too (rich never reads a log line's brackets as 
 from __future__ import annotations
 
 import io
+from typing import NamedTuple
 
 from ..models import CheckResult, Device, Finding, Layer, Report, Status, Verdict
 from ..printable import printable, printable_lines
@@ -42,7 +43,7 @@ def render_table(report: Report, verbose: bool = False) -> str:
 
 
 def render_text(report: Report, verbose: bool = False) -> str:
-    lines = [report.headline, _context(report), ""]
+    lines = [report.headline, context(report), ""]
     lines.extend(_diagnosis_lines(report))
     lines.append("checks:")
     for check in report.checks:
@@ -63,7 +64,7 @@ def render_rich(report: Report, verbose: bool = False, width: int | None = None)
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=width or terminal_width())
     console.print(Text(printable(report.headline), style=_STYLE[report.status]))
-    console.print(Text(printable(_context(report)), style="dim"))
+    console.print(Text(printable(context(report)), style="dim"))
     for line in _diagnosis_lines(report):
         console.print(Text(printable(line)))
     table = Table(show_header=True, header_style="bold", expand=False)
@@ -88,7 +89,7 @@ def terminal_width() -> int:
     return max(shutil.get_terminal_size((100, 24)).columns, 60)
 
 
-def _context(report: Report) -> str:
+def context(report: Report) -> str:
     where = "live"
     if report.bundle:
         recorded = f", recorded {report.bundle_recorded_at}" if report.bundle_recorded_at else ""
@@ -99,29 +100,51 @@ def _context(report: Report) -> str:
     )
 
 
-def _diagnosis_lines(report: Report) -> list[str]:
+class Cause(NamedTuple):
+    """A fired verdict that nothing else explains, with what it explains on its GPU."""
+
+    root: Verdict
+    symptoms: list[Verdict]
+    findings: list[Finding]
+
+
+def diagnosis(report: Report) -> list[Cause]:
+    """The fired verdicts, root causes first (hardware, then driver, then runtime; the worst
+    first within a layer), each with the verdicts and findings it explains."""
     fired = [v for v in report.verdicts if v.status in (Status.WARNING, Status.CRITICAL)]
-    if not fired:
-        return []
     roots = [v for v in fired if not v.explained_by]
     roots.sort(key=lambda v: (_LAYER_ORDER[v.layer], -v.status.rank))
+    return [
+        Cause(
+            root,
+            [s for s in fired if root.rule in s.explained_by and _same_gpu(root, s.device)],
+            [
+                finding
+                for check in report.checks
+                for finding in check.findings
+                if finding.code in root.explains and _same_gpu(root, finding.device)
+            ],
+        )
+        for root in roots
+    ]
+
+
+def _diagnosis_lines(report: Report) -> list[str]:
+    causes = diagnosis(report)
+    if not causes:
+        return []
     lines = ["diagnosis (root cause first):"]
-    for root in roots:
+    for root, symptoms, findings in causes:
         lines.append(f"  [{_MARK[root.status]}] {root.layer.value}: {root.message}{_on(root)}")
         if root.action:
             lines.append(f"      action: {root.action}")
-        for symptom in fired:
-            if root.rule in symptom.explained_by and _same_gpu(root, symptom.device):
-                lines.append(
-                    f"      explains [{_MARK[symptom.status]}] {symptom.message}{_on(symptom)}"
-                )
-        for check in report.checks:
-            for finding in check.findings:
-                if finding.code in root.explains and _same_gpu(root, finding.device):
-                    lines.append(
-                        f"      explains [{finding.severity.value}] {finding.code}: "
-                        f"{finding.message}"
-                    )
+        for symptom in symptoms:
+            mark = _MARK[symptom.status]
+            lines.append(f"      explains [{mark}] {symptom.message}{_on(symptom)}")
+        for finding in findings:
+            lines.append(
+                f"      explains [{finding.severity.value}] {finding.code}: {finding.message}"
+            )
     lines.append("")
     return lines
 
@@ -151,13 +174,8 @@ def _check_lines(check: CheckResult, verbose: bool) -> list[str]:
 
 
 def _finding_lines(finding: Finding, verbose: bool) -> list[str]:
-    device = ""
-    if finding.device is not None:
-        parts = [
-            f"GPU {finding.device.index}" if finding.device.index is not None else None,
-            finding.device.pci_bus_id,
-        ]
-        device = " [" + " ".join(p for p in parts if p) + "]"
+    where = device_label(finding.device)
+    device = f" [{where}]" if where else ""
     lines = [f"      {finding.severity.value}: {finding.code}{device}: {finding.message}"]
     return lines + finding_details(finding, verbose, "        ", excerpt_rows=10)
 
@@ -174,6 +192,14 @@ def finding_details(finding: Finding, verbose: bool, indent: str, excerpt_rows: 
                 rows = printable_lines(evidence.excerpt)[:excerpt_rows]
                 lines.extend(f"{indent}  | {row}" for row in rows)
     return lines
+
+
+def device_label(device: Device | None) -> str:
+    """What a finding or verdict is about, as `GPU 0 00000000:19:00.0` ("" for the node)."""
+    if device is None:
+        return ""
+    parts = [f"GPU {device.index}" if device.index is not None else None, device.pci_bus_id]
+    return " ".join(p for p in parts if p)
 
 
 def _on(verdict: Verdict) -> str:

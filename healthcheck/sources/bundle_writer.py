@@ -197,10 +197,29 @@ def open_bundle_writer(target: Path) -> Iterator[BundleWriter]:
         writer.close()
 
 
+def check_target(target: Path, label: str = "collect") -> None:
+    """What `open_bundle_writer` would refuse at `target`, found now and without writing
+    anything: a tarball path that is taken; a folder that is a link, not a folder, or not
+    empty; a parent that is not a folder. `accept --collect` asks before its run (a mistake is
+    one line then, not the end of a five-minute run); the writer still checks again when it
+    opens (a path taken meanwhile is refused there). `label`: the command or option named."""
+    try:
+        if target.name.endswith(TARBALL_SUFFIXES):
+            if os.path.lexists(target):
+                raise ConfigError(f"{label} {target}: already exists; give a new tarball path")
+        elif os.path.lexists(target):
+            os.close(_existing_folder(target, label))
+            return
+    except OSError as exc:  # not readable: the writer could not use it either
+        raise ConfigError(f"{label} {target}: {exc.strerror or exc}") from None
+    above = next(p for p in (target.parent, *target.parents) if os.path.lexists(p))
+    if not os.path.isdir(above):
+        raise ConfigError(f"{label} {target}: {above} is not a folder")
+
+
 def _open(target: Path) -> BundleWriter:
     if target.name.endswith(TARBALL_SUFFIXES):
-        if os.path.lexists(target):
-            raise ConfigError(f"collect {target}: already exists; give a new tarball path")
+        check_target(target)
         _make_parents(target.parent)
         staging = Path(tempfile.mkdtemp(prefix="sitscheck-collect-"))
         try:
@@ -230,20 +249,26 @@ def _folder_target(target: Path) -> int:
                 return _new_folder(parent, target.name)
             except FileExistsError:
                 raise ConfigError(f"collect {target}: made by another process meanwhile") from None
+    return _existing_folder(target, "collect")
+
+
+def _existing_folder(target: Path, label: str) -> int:
+    """A descriptor on the folder at `target`, which must be empty and not a link."""
     try:
         fd = os.open(target, _FOLDER)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # O_NOFOLLOW | O_DIRECTORY on a link: ELOOP, or on Linux ENOTDIR (a link is no folder)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(target):
             raise ConfigError(
-                f"collect {target}: a symbolic link; give the folder itself"
+                f"{label} {target}: a symbolic link; give the folder itself"
             ) from None
         if exc.errno == errno.ENOTDIR:
-            raise ConfigError(f"collect {target}: not a folder") from None
+            raise ConfigError(f"{label} {target}: not a folder") from None
         raise
     if os.listdir(fd):
         os.close(fd)
         raise ConfigError(
-            f"collect {target}: the folder is not empty (a bundle of old and new files "
+            f"{label} {target}: the folder is not empty (a bundle of old and new files "
             "would mix two nodes' or two times' evidence); give a new or empty folder"
         )
     return fd

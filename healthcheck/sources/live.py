@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import platform
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from msgspec import Struct, field
 
 from .. import __version__
-from ..contract.declarations import CommandSpec, NvmlRead
+from ..contract.declarations import CommandSpec, NvmlRead, WorkloadSpec
 from ..probes.bandwidth import BANDWIDTH_JSON
 from ..threads import CannotStart
 from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
@@ -49,6 +49,9 @@ class LiveOptions(Struct):
     log_paths: dict[str, list[Path]] = field(default_factory=dict)
     load_seconds: float | None = None
     bandwidth_s: float | None = None  # the bandwidth probe's deadline; None: not measured
+    # the GPUs the probe may load (UUIDs, its CUDA_VISIBLE_DEVICES; an acceptance phase's);
+    # None: every GPU (`--bandwidth`), empty: none (the probe is not started)
+    bandwidth_gpus: tuple[str, ...] | None = None
     driver_markers: tuple[str, ...] = (PROC_DRIVER, DEV_CTL)
 
 
@@ -59,6 +62,7 @@ class LiveSources(Memo):
         runner: CommandRunner | None = None,
         commands: Mapping[str, CommandSpec] | None = None,
         nvml_reads: Mapping[str, NvmlRead] | None = None,
+        workloads: Sequence[WorkloadSpec] = (),
     ) -> None:
         super().__init__()
         self.options = options
@@ -80,6 +84,9 @@ class LiveSources(Memo):
         self._nvml: Nvml | None = None
         self._driver: DriverProbe | None = None
         self._load: LoadHandle | None = None
+        # the acceptance phases' records (`sitscheck accept`), by artifact name
+        self.records: dict[str, str] = {}
+        self._workload_records = {w.record for w in workloads}
 
     @property
     def mode(self) -> str:
@@ -116,6 +123,10 @@ class LiveSources(Memo):
     def artifact(self, name: str) -> Artifact:
         if name == BANDWIDTH_JSON:
             return self.memo(name, self._bandwidth)
+        if name in self.records:
+            return Artifact(name, self.records[name], name)
+        if name in self._workload_records:
+            return Artifact(name, None, name, reason=f"{name}: measured only by `sitscheck accept`")
         spec = self._declared_commands().get(name)
         if spec is None:
             reason = f"no selected check declares {name}"
@@ -213,12 +224,15 @@ class LiveSources(Memo):
             )
         if self.driver().state != "present":
             return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=self.driver().detail)
+        if self.options.bandwidth_gpus == ():
+            why = "not run: no GPU of its phase was left to load (each one's reason is its own)"
+            return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=why)
         self.gpu_snapshot()
         if self._load is not None:
             self._load.stop()
         from ..probes.bandwidth.probe import run_probe
 
-        return run_probe(self.options.bandwidth_s)
+        return run_probe(self.options.bandwidth_s, self.options.bandwidth_gpus)
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -46,6 +46,7 @@ rm -rf "$lib/bin"  # console scripts pointing at the build's venv; the launcher 
 
 install -D -m 0755 "$here/sitscheck-launcher" "$root/usr/bin/sitscheck"
 install -D -m 0755 "$repo/packaging/slurm/sitscheck-healthcheck" "$root/usr/sbin/sitscheck-healthcheck"
+install -D -m 0755 "$repo/packaging/slurm/sitscheck-accept-node" "$root/usr/sbin/sitscheck-accept-node"
 for unit in sitscheck.service sitscheck.timer sitscheck-daemon.service; do
     install -D -m 0644 "$repo/packaging/systemd/$unit" "$root/usr/lib/systemd/system/$unit"
 done
@@ -56,6 +57,7 @@ install -D -m 0644 "$repo/packaging/etc/default/sitscheck" "$root/etc/default/si
 install -D -m 0644 "$repo/packaging/npd/sitscheck-plugin-monitor.json" \
     "$root/usr/share/sitscheck/npd/sitscheck-plugin-monitor.json"
 install -D -m 0644 "$repo/packaging/k8s/daemonset.yaml" "$root/usr/share/sitscheck/k8s/daemonset.yaml"
+install -D -m 0644 "$repo/packaging/k8s/accept-job.yaml" "$root/usr/share/sitscheck/k8s/accept-job.yaml"
 install -D -m 0644 "$repo/README.md" "$root/usr/share/doc/sitscheck/README.md"
 printf 'sitscheck\nLicense: Apache-2.0 (/usr/share/common-licenses/Apache-2.0)\n' \
     >"$work/copyright"

@@ -164,6 +164,43 @@ def test_a_live_run_without_the_flag_neither_measures_nor_judges(tmp_path: Path)
     assert artifact.text is None and "--bandwidth" in (artifact.reason or "")
 
 
+def test_the_probe_sees_only_the_gpus_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An acceptance phase's GPUs (UUIDs) are the probe child's CUDA_VISIBLE_DEVICES, which
+    its record keeps (a real child: without libcuda it records why and what it was given);
+    `--bandwidth` alone leaves the environment's own."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    sources = _live(tmp_path, 5.0)
+    sources.options.bandwidth_gpus = ("GPU-2b73ad72-0000", "GPU-83543b48-0002")
+    artifact = sources.artifact(BANDWIDTH_JSON)
+    assert artifact.text is not None, artifact.reason
+    record = json.loads(artifact.text)
+    assert record["cuda_visible_devices"] == "GPU-2b73ad72-0000,GPU-83543b48-0002"
+    sources.close()
+    every = json.loads(run_probe(5.0).text or "{}")
+    assert every["cuda_visible_devices"] is None
+
+
+def test_no_gpu_left_to_load_starts_no_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sitscheck.probes.bandwidth import probe
+
+    def started(*args: object) -> None:
+        raise AssertionError("the probe was started")
+
+    monkeypatch.setattr(probe, "run_probe", started)
+    sources = _live(tmp_path, 5.0)
+    sources.options.bandwidth_gpus = ()
+    artifact = sources.artifact(BANDWIDTH_JSON)
+    assert artifact.text is None
+    assert artifact.reason == (
+        "not run: no GPU of its phase was left to load (each one's reason is its own)"
+    )
+    sources.close()
+
+
 @pytest.mark.skipif(not NO_CUDA, reason="this machine has libcuda: the probe would measure")
 def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     tmp_path: Path,

@@ -10,13 +10,16 @@ from sitscheck.models import CheckResult, Report, Status
 BAD = (Status.UNKNOWN, Status.CRITICAL)
 CHECKS = (
     "bandwidth",
+    "compute",
     "driver",
     "gpu_telemetry",
     "infiniband",
     "memory_errors",
+    "memtest",
     "nvlink",
     "pcie_aer",
     "pcie_link",
+    "soak",
     "tensorrt",
     "topology",
     "xid",

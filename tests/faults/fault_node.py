@@ -28,13 +28,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from msgspec import structs
-from sitscheck.contract import CommandSpec, NvmlRead
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -211,19 +210,16 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
 
     patch(Nvml, "load", classmethod(load))
 
-    def sources(
-        options: LiveOptions,
-        commands: Mapping[str, CommandSpec] | None = None,
-        nvml_reads: Mapping[str, NvmlRead] | None = None,
-    ) -> LiveSources:
-        node_options = structs.replace(
-            options, driver_markers=(spec.marker,), sys_root=spec.sys_root
-        )
-        return LiveSources(
-            node_options, CommandRunner(path=spec.bin), commands=commands, nvml_reads=nvml_reads
-        )
+    class NodeSources(LiveSources):
+        """The live sources on the node (a LiveSources, as `accept --collect` checks)."""
 
-    patch(live, "LiveSources", sources)  # what `app.live_sources` builds
+        def __init__(self, options: LiveOptions, **declared: Any) -> None:
+            node_options = structs.replace(
+                options, driver_markers=(spec.marker,), sys_root=spec.sys_root
+            )
+            super().__init__(node_options, CommandRunner(path=spec.bin), **declared)
+
+    patch(live, "LiveSources", NodeSources)  # what `app.live_sources` builds
     if spec.progress:
         selected = app.selected_checks
         patch(app, "selected_checks", lambda config: record_progress(selected(config), spec))

@@ -22,9 +22,9 @@ from sitscheck.reporters.table import render_table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ib_tree import (
     CORPUS,
-    H200X2,
     DISABLED,
     DOWN,
+    H200X2,
     HDR,
     IB,
     POLLING,

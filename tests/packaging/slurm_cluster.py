@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client")
-BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "sinfo")
+BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "sinfo", "sbatch", "scancel")
 POLICY = Path("/usr/sbin/policy-rc.d")
 
 
@@ -192,8 +192,12 @@ class Cluster:
         return "\n".join(out)
 
     def scontrol(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.command("scontrol", *args)
+
+    def command(self, name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """A Slurm client command (scontrol, sbatch, scancel, ...) against this cluster."""
         return subprocess.run(
-            [_binary("scontrol"), *args],
+            [_binary(name), *args],
             env=self.env,
             capture_output=True,
             text=True,

@@ -23,6 +23,8 @@ pytestmark = [
 EXPECTED = (
     "./usr/bin/sitscheck",
     "./usr/sbin/sitscheck-healthcheck",
+    "./usr/sbin/sitscheck-accept-node",
+    "./usr/share/sitscheck/k8s/accept-job.yaml",
     "./usr/lib/systemd/system/sitscheck.service",
     "./usr/lib/systemd/system/sitscheck.timer",
     "./usr/lib/systemd/system/sitscheck-daemon.service",

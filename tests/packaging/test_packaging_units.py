@@ -262,17 +262,22 @@ def test_k8s_daemonset() -> None:
 
 
 K8S_VERSIONS = ("1.28.0", "1.30.0", "1.33.0")
+K8S_MANIFESTS = {
+    "daemonset.yaml": {"Namespace", "ServiceAccount", "DaemonSet"},
+    "accept-job.yaml": {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"},
+}
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
-def test_k8s_manifests_validate_against_the_api_schemas(version: str) -> None:
+@pytest.mark.parametrize("manifest", sorted(K8S_MANIFESTS))
+def test_k8s_manifests_validate_against_the_api_schemas(manifest: str, version: str) -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    text = (REPO / "packaging" / "k8s" / "daemonset.yaml").read_text()
+    text = (REPO / "packaging" / "k8s" / manifest).read_text()
     docs = [d for d in yaml.safe_load_all(text) if d]
-    assert {d["kind"] for d in docs} == {"Namespace", "ServiceAccount", "DaemonSet"}
+    assert {d["kind"] for d in docs} == K8S_MANIFESTS[manifest]
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)  # raises on an unknown field
-    broken = dict(docs[-1], spec={**docs[-1]["spec"], "replicas": 3})  # not a DaemonSet field
+    broken = dict(docs[-1], spec={**docs[-1]["spec"], "replicas": 3})  # not in either spec
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, version, strict=True)
 

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from accept_bundles import facts_variants as accept_variants
 from bandwidth_bundles import facts_variants
 from corpus_paths import SHARED_CORPUS
 from infiniband.ib_tree import fact_bundles as ib_fact_bundles
+from multigpu_bundles import fact_bundles as multigpu_fact_bundles
 from pydantic import ValidationError
 from rule_scenarios import BUNDLES, materialise, names
 from sitscheck.app import RunRequest, open_sources
@@ -172,10 +174,18 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[CheckRes
     sources.append((int8, ["tensorrt"], {"trt_probe": True}))  # a replay never probes: why
     sources.append((_gpus_missing_from_the_matrix(root), ["topology"], {}))
     sources += [(b, ["bandwidth"], {}) for b in facts_variants(root / "bandwidth")]
+    accept = ["memtest", "compute", "soak"]
+    sources += [(b, accept, {}) for b in accept_variants(root / "accept")]
+    checks = ["bandwidth", "multigpu"]
+    sources += [(b, checks, {}) for b in multigpu_fact_bundles(root / "multigpu")]
     sources += [(b, ["infiniband"], {}) for b in ib_fact_bundles(root)]
     out: dict[str, list[CheckResult]] = {}
     for bundle, checks, config in sources:
-        out[f"{bundle.name}{config or ''}"] = check_results(bundle, checks, **config)
+        # named with its folder: two makers' bundles of one name (accept's and multigpu's
+        # h200x8-accept) are two sources, never one replacing the other
+        key = f"{bundle.parent.name}/{bundle.name}{config or ''}"
+        assert key not in out, key
+        out[key] = check_results(bundle, checks, **config)
     return out
 
 
@@ -189,7 +199,7 @@ def _facts(outputs: dict[str, list[CheckResult]], check: str) -> list[tuple[str,
 
 
 def test_every_built_in_check_declares_a_strict_facts_model() -> None:
-    assert len(BUILT_IN) == 11
+    assert len(BUILT_IN) == 15
     for check in CHECKS:
         if check.name in BUILT_IN:
             model = facts_model(check)

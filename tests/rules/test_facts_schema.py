@@ -10,7 +10,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from accept_bundles import one_gpu
 from infiniband.ib_tree import fact_bundles
+from multigpu_bundles import eight_h200
 from rule_scenarios import materialise, replay
 from sitscheck.cli import app
 from sitscheck.contract.registry import discover
@@ -62,11 +64,15 @@ def test_the_cli_prints_the_schema_files() -> None:
 def report_facts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Each check's facts as the JSON report writes them (what a script reads): the idle
     bundle's, the TensorRT log scenario's for the tensorrt check, the recorded bandwidth
-    bundle's for the bandwidth check, an HGX node's eight HCAs for the infiniband check."""
+    bundle's for the bandwidth check, an HGX node's eight HCAs for the infiniband check, an
+    acceptance run's records for memtest, compute and soak; an 8x H200's multi-GPU phase for the
+    multigpu check (and bandwidth's `nccl`)."""
     seed = materialise("seed-worked-example", tmp_path_factory.mktemp("seed") / "bundle")
     hgx = fact_bundles(tmp_path_factory.mktemp("ib"))[0]
+    accepted = one_gpu(tmp_path_factory.mktemp("accept"))
+    board = eight_h200(tmp_path_factory.mktemp("multigpu"))
     out: dict[str, Any] = {}
-    for bundle in (seed, BANDWIDTH, IDLE, hgx):
+    for bundle in (seed, board, BANDWIDTH, IDLE, hgx, accepted):
         report = json.loads(replay(bundle).model_dump_json())
         out.update({check["name"]: check["facts"] for check in report["checks"] if check["facts"]})
     return out

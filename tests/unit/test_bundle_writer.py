@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from sitscheck.errors import ConfigError, WriteError
-from sitscheck.sources.bundle_writer import open_bundle_writer
+from sitscheck.sources.bundle_writer import check_target, open_bundle_writer
 
 
 def test_a_log_is_copied_and_a_fifo_refused_without_waiting(tmp_path: Path) -> None:
@@ -66,3 +66,37 @@ def test_a_tarball_holds_one_folder_named_after_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="already exists; give a new tarball path"):
         with open_bundle_writer(target):
             pass
+
+
+def test_check_target_finds_what_the_writer_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    """`check_target` (accept --collect, before its run) refuses what `open_bundle_writer`
+    refuses, with the same words, and accepts a new path, an empty folder or a new tarball
+    without making anything."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "empty", target_is_directory=True)
+    (tmp_path / "taken.tgz").write_text("")
+    (tmp_path / "file").write_text("")
+    for name in ("new/deeper/bundle", "empty", "new.tar.gz", "new/b.tgz"):
+        check_target(tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "empty", "file", "full", "link", "taken.tgz"
+    ]  # fmt: skip
+    for name, why in (
+        ("full", "the folder is not empty"),
+        ("link", "a symbolic link; give the folder itself"),
+        ("file", "not a folder"),
+        ("taken.tgz", "already exists; give a new tarball path"),
+        ("file/bundle", f"{tmp_path / 'file'} is not a folder"),
+        ("file/b.tar.gz", f"{tmp_path / 'file'} is not a folder"),
+    ):
+        target = tmp_path / name
+        with pytest.raises(ConfigError) as checked:
+            check_target(target, "accept --collect")
+        assert str(checked.value).startswith(f"accept --collect {target}: {why}"), name
+        if name.startswith("file/"):
+            continue  # the writer fails there too, in the words of the system call
+        with pytest.raises(ConfigError) as opened, open_bundle_writer(target):
+            pass
+        assert str(opened.value) == str(checked.value).replace("accept --collect", "collect")

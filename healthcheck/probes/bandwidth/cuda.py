@@ -18,6 +18,7 @@ CU_STREAM_NON_BLOCKING = 0x1
 CU_EVENT_DEFAULT = 0x0
 CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 _P = ctypes.c_void_p
 _PP = ctypes.POINTER(ctypes.c_void_p)
@@ -65,6 +66,10 @@ _SIGNATURES: dict[str, Sequence[object]] = {
     "cuModuleGetFunction": (_PP, _P, ctypes.c_char_p),
     "cuModuleUnload": (_P,),
     "cuLaunchKernel": (_P, _UINT, _UINT, _UINT, _UINT, _UINT, _UINT, _UINT, _P, _PP, _PP),
+    "cuFuncSetAttribute": (_P, _INT, _INT),
+    "cuMemGetInfo_v2": (ctypes.POINTER(_SIZE), ctypes.POINTER(_SIZE)),
+    "cuMemcpyHtoD_v2": (_U64, _P, _SIZE),
+    "cuCtxSynchronize": (),
 }
 
 
@@ -237,6 +242,29 @@ class Driver:
     def fill32(self, dst: int, value: int, count: int, stream: int) -> None:
         self.call("cuMemsetD32Async", dst, value, count, ctypes.c_void_p(stream))
 
+    def memory_info(self) -> tuple[int, int]:
+        """(free, total) bytes of the current context's device."""
+        free, total = _SIZE(), _SIZE()
+        self.call("cuMemGetInfo_v2", ctypes.byref(free), ctypes.byref(total))
+        return free.value, total.value
+
+    def write(self, dst: int, data: bytes) -> None:
+        """A small synchronous host-to-device write."""
+        buffer = ctypes.create_string_buffer(data, len(data))
+        self.call("cuMemcpyHtoD_v2", dst, ctypes.cast(buffer, ctypes.c_void_p), len(data))
+
+    def context_synchronize(self) -> None:
+        self.call("cuCtxSynchronize")
+
+    def allow_shared(self, function: int, nbytes: int) -> None:
+        """Let `function` take `nbytes` of dynamic shared memory (past the 48 KB default)."""
+        self.call(
+            "cuFuncSetAttribute",
+            ctypes.c_void_p(function),
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            nbytes,
+        )
+
     def read(self, src: int, nbytes: int) -> bytes:
         """A small synchronous device-to-host read (verification)."""
         buffer = ctypes.create_string_buffer(nbytes)
@@ -244,7 +272,13 @@ class Driver:
         return buffer.raw
 
     def launch(
-        self, function: int, grid: int, block: int, stream: int, args: Sequence[int]
+        self,
+        function: int,
+        grid: int,
+        block: int,
+        stream: int,
+        args: Sequence[int],
+        shared: int = 0,
     ) -> None:
         """Launch a kernel whose parameters are all 64-bit values."""
         values = [ctypes.c_uint64(a) for a in args]
@@ -254,7 +288,7 @@ class Driver:
         self.call(
             "cuLaunchKernel",
             ctypes.c_void_p(function),
-            grid, 1, 1, block, 1, 1, 0,
+            grid, 1, 1, block, 1, 1, shared,
             ctypes.c_void_p(stream),
             params,
             None,

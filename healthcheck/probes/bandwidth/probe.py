@@ -9,6 +9,7 @@ record it prints is the `bandwidth.json` artifact a bundle keeps and a replay re
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from ...sources import child_python
 from ...sources.base import Artifact
@@ -27,8 +28,11 @@ def budget_s(check_timeout_s: float) -> float:
     return min(BUDGET_S, max(check_timeout_s / 2.0, 2.0))
 
 
-def run_probe(budget: float) -> Artifact:
-    result = child_python.run(_MODULE, ("--deadline-s", f"{budget:g}"), budget + GRACE_S)
+def run_probe(budget: float, gpus: Sequence[str] | None = None) -> Artifact:
+    """The probe's record, measured within `budget` on `gpus` (UUIDs: the child's
+    CUDA_VISIBLE_DEVICES, so it sees and loads those alone; None: every GPU)."""
+    env = None if gpus is None else {"CUDA_VISIBLE_DEVICES": ",".join(gpus)}
+    result = child_python.run(_MODULE, ("--deadline-s", f"{budget:g}"), budget + GRACE_S, env=env)
     text = result.stdout.strip()
     if is_record(text):
         return Artifact(BANDWIDTH_JSON, text + "\n", result.display)

@@ -1,0 +1,1 @@
+"""The `compute` acceptance check (`sitscheck accept`)."""

@@ -1,0 +1,1 @@
+"""The `memtest` acceptance check (`sitscheck accept`)."""

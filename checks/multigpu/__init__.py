@@ -1,0 +1,1 @@
+"""`multigpu`: NCCL's all-reduce over every GPU of the node (`sitscheck accept`)."""

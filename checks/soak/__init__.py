@@ -1,0 +1,1 @@
+"""The `soak` acceptance check (`sitscheck accept`)."""

@@ -1,0 +1,1 @@
+"""`sitscheck accept`, the parent side: the plan, the workload children, the soak's sampler."""
