@@ -15,6 +15,29 @@ FIGURES = ("compute_tflops", "soak_tflops", "soak_iteration_p99", "memtest_throu
            "hbm_bandwidth", "h2d_bandwidth")  # fmt: skip
 
 
+# the straggler rules these tests fire and keep quiet, by name (the rule registry of
+# tests/rules/test_rules_every_rule.py finds them here)
+RULES = (
+    "straggler.compute_tflops", "straggler.compute_tflops_critical",
+    "straggler.soak_tflops", "straggler.soak_tflops_critical",
+    "straggler.soak_iteration_p99", "straggler.soak_iteration_p99_critical",
+    "straggler.memtest_throughput", "straggler.memtest_throughput_critical",
+    "straggler.hbm_bandwidth", "straggler.hbm_bandwidth_critical",
+    "straggler.h2d_bandwidth", "straggler.h2d_bandwidth_critical",
+)  # fmt: skip
+
+
+def test_the_rules_named_here_are_every_straggler_rule_shipped() -> None:
+    from sitscheck.engine.cel import CelEnvironment
+    from sitscheck.engine.loader import load_rules, rule_files, shipped_rules_dirs
+
+    shipped = shipped_rules_dirs()
+    rules = load_rules(rule_files([], shipped), CelEnvironment(), shipped=shipped).rules
+    ids = {r.id for r in rules}
+    assert {i for i in ids if i.startswith("straggler.")} == set(RULES)
+    assert set(RULES) == {f"straggler.{f}{s}" for f in FIGURES for s in ("", "_critical")}
+
+
 def _stragglers(report: dict[str, Any]) -> list[tuple[str, str, int | None]]:
     return [v for v in fired(report) if v[0].startswith("straggler.")]
 
