@@ -235,13 +235,15 @@ def test_an_acceptance_collected_on_the_fake_node_replays_to_the_same_verdicts(
     code, live, _, _ = accept(fake_node(tmp_path, driver=True), "--budget", "60", "--collect",
                               str(collected))  # fmt: skip
     assert sorted(p.name for p in (collected / "accept").iterdir()) == [
-        "bandwidth.json", "compute.json", "memtest.json", "soak.json"]  # fmt: skip
+        "bandwidth.json", "compute.json", "memtest.json", "multigpu.json", "soak.json"]  # fmt: skip
     replayed_code, replayed = replay(str(collected))
 
     def verdicts(report: dict[str, Any]) -> dict[str, Any]:
+        found = {**accept_checks(report),
+                 "multigpu": next(c for c in report["checks"] if c["name"] == "multigpu")}
         return {n: (c["status"], c["error"], c["skip_reason"], c["findings"],
                     {k: v for k, v in c["facts"].items() if k != "ref"})  # the artifact's path
-                for n, c in accept_checks(report).items()}  # fmt: skip
+                for n, c in found.items()}  # fmt: skip
 
     assert verdicts(replayed) == verdicts(live)
     assert {v[0] for v in verdicts(live).values()} == {"unknown"}

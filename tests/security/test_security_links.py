@@ -18,12 +18,14 @@ import pytest
 from sitscheck.daemon.state import LOCK_FILE as STATE_LOCK
 from sitscheck.daemon.state import StateError, StateLock
 from sitscheck.export.spool import LOCK_FILE as SPOOL_LOCK
-from sitscheck.export.spool import Entry, Spool, SpoolLimits
+from sitscheck.export.spool import Entry, Spool, SpoolLimits, destination_id
 from sitscheck.reporters.files import write_atomic
 
 NOBODY = 65534
 SECRET = "root's own file, 0600\n"
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a link of another user's needs root")
+
+COLLECTOR = "http://collector:4318"  # the destination a spooled payload is for
 
 
 @pytest.fixture
@@ -79,7 +81,7 @@ def test_a_temporary_file_swapped_for_a_link_does_not_change_its_targets_mode(
     if writer == "report":
         write_atomic(tmp_path / "report.json", "{}\n")
     else:
-        spool.put("traces", b"payload", 1_700_000_000 * 10**9)
+        spool.put("traces", COLLECTOR, b"payload", 1_700_000_000 * 10**9)
     assert stat.S_IMODE(victim.stat().st_mode) == 0o600
     assert victim.read_text() == SECRET
 
@@ -103,11 +105,13 @@ def test_a_lock_file_that_is_a_link_is_refused(lock: str, tmp_path: Path) -> Non
 def test_a_spooled_payload_that_is_a_link_is_not_read(tmp_path: Path, victim: Path) -> None:
     spool = Spool(tmp_path / "spool", SpoolLimits(10, 10**6, 3600.0))
     spool.open()
-    planted = spool.directory / "20250101T000000.000000Z-traces-0123abcd.otlp"
+    planted = spool.directory / (
+        f"20250101T000000.000000Z-traces-{destination_id(COLLECTOR)}-0123abcd.otlp"
+    )
     planted.symlink_to(victim)
     (entry,) = [e for e in spool.pending() if e.path == planted]
     assert isinstance(entry, Entry)
     with pytest.raises(OSError):
         spool.read(entry)
-    real = spool.put("traces", b"payload", 1_700_000_000 * 10**9)
+    real = spool.put("traces", COLLECTOR, b"payload", 1_700_000_000 * 10**9)
     assert spool.read(real) == b"payload"
