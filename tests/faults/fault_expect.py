@@ -16,6 +16,7 @@ CHECKS = (
     "infiniband",
     "memory_errors",
     "memtest",
+    "multigpu",
     "nvlink",
     "pcie_aer",
     "pcie_link",
