@@ -620,7 +620,8 @@ def test_candidate_lines_are_the_naive_filters_for_any_log_cut_anywhere(
 
 @pytest.mark.xfail(
     reason="known bug (docs/RELIABILITY.md, Known bugs): a timestamp-less indented line below a "
-    "timestamped one (a call-trace line in a log mixing both) is joined as a wrap (issue 29 item 17)",
+    "timestamped one (a call-trace line in a log mixing both) is joined as a wrap "
+    "(issue 29 item 17)",
     strict=False,
 )
 @settings(max_examples=150)
