@@ -17,22 +17,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from sitscheck.accept.records import finite, median, percentile
+from sitscheck.checks.gpu_telemetry.reasons import REASON_BITS as NVML_REASON_BITS
 
 WARMUP_S = 5.0
 STEADY_BAND = 0.10
 SLOPE_WINDOW_S = 30.0
 MIN_SAMPLES = 4  # of power and of SM clock, for a steady state
-# NVML clock-event reason bits (nvmlClocksEventReason*), in facts.md's names
-REASON_BITS = {
-    "gpu_idle": 0x1,
-    "applications_clocks_setting": 0x2,
-    "sw_power_cap": 0x4,
-    "hw_slowdown": 0x8,
-    "sync_boost": 0x10,
-    "sw_thermal_slowdown": 0x20,
-    "hw_thermal_slowdown": 0x40,
-    "hw_power_brake_slowdown": 0x80,
-}
+# facts.md's `reasons_s` keys: NVML's clock-event reason bits (the telemetry check's table),
+# all but the display clock's
+REASON_BITS = {n: bit for n, bit in NVML_REASON_BITS.items() if n != "display_clock_setting"}
 
 
 def load_window(
