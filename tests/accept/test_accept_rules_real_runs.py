@@ -1,4 +1,4 @@
-"""The shipped rules over the facts of two real acceptance runs on an H200 (tests/accept/data/
+"""The shipped rules over the facts of five real acceptance runs on an H200 (tests/accept/data/
 h200-runs-facts.json, README.md there): a healthy H200 at its 700 W cap, the SW power cap set
 and the SM clock at 1,440-1,530 MHz, is no fault; the PTX engine is judged against its own
 reference; a 5 s soak's warm-up slope is no trend."""
@@ -44,6 +44,17 @@ def test_the_real_runs_figures_are_quiet(run: str) -> None:
     # without a bandwidth check in the facts only its stragglers are skipped
     assert unjudged == {f"straggler.{f}{s}" for f in ("hbm_bandwidth", "h2d_bandwidth")
                         for s in ("", "_critical")}  # fmt: skip
+
+
+@pytest.mark.parametrize("run", ["default-1", "default-2", "default-3"])
+def test_three_default_runs_in_a_row_are_quiet_and_fully_judged(run: str) -> None:
+    """The three default runs of docs/ACCEPTANCE.md, bandwidth included: no rule above ok,
+    and every acceptance rule judged (none left with a reason)."""
+    verdicts = _verdicts(RUNS[run])
+    assert _fired(verdicts) == []
+    assert {v.rule for v in verdicts if v.rule.startswith(ACCEPTANCE) and v.reason} == set()
+    soak = RUNS[run]["soak"]["gpus"][0]
+    assert soak["reasons_s"]["sw_power_cap"] > 0.9 * soak["seconds"]
 
 
 def test_the_healthy_soak_is_at_its_cap_not_held_back() -> None:
