@@ -9,9 +9,9 @@ import threading
 import time
 from typing import Any
 
-from ..sources.gpu_snapshot import CLOCK_MEM, CLOCK_SM, FIELD_MEMORY_TEMP, TEMP_GPU
+from ..sources.gpu_snapshot import CLOCK_SM, read_sample
 from ..sources.nvml import Nvml
-from ..sources.nvml_record import milli, normalise_bus_id, text
+from ..sources.nvml_record import GpuRecorder, milli, normalise_bus_id, text
 from ..threads import start_daemon
 from .children import Target
 
@@ -133,25 +133,12 @@ class NodeGpus:
         return found
 
     def sample(self, index: int, at: float) -> dict[str, Any]:
+        """One sample of the soak's trace: the run's window's readings (`read_sample`), and
+        the power limit (which the soak judges the power against)."""
         handle = self.handles[index]
-        read = self._nvml.read
-        reasons = read("nvmlDeviceGetCurrentClocksEventReasons", handle)
-        if not reasons.ok:
-            reasons = read("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
-        fields = read("nvmlDeviceGetFieldValues", handle, [FIELD_MEMORY_TEMP])
-        mem_temp = None
-        if fields.ok and fields.value and getattr(fields.value[0], "nvmlReturn", 1) == 0:
-            mem_temp = int(fields.value[0].value.uiVal)
-        return {
-            "t": round(at, 3),
-            "sm_clock_mhz": read("nvmlDeviceGetClockInfo", handle, CLOCK_SM).value,
-            "mem_clock_mhz": read("nvmlDeviceGetClockInfo", handle, CLOCK_MEM).value,
-            "power_w": milli(read("nvmlDeviceGetPowerUsage", handle).value),
-            "power_limit_w": milli(read("nvmlDeviceGetEnforcedPowerLimit", handle).value),
-            "temp_c": read("nvmlDeviceGetTemperature", handle, TEMP_GPU).value,
-            "mem_temp_c": mem_temp,
-            "clock_event_reasons": reasons.value if reasons.ok else None,
-        }
+        rec = GpuRecorder(self._nvml, {})  # what could not be read is None in the sample
+        limit = rec.read("power.limit", "nvmlDeviceGetEnforcedPowerLimit", handle)
+        return {"t": round(at, 3), **read_sample(rec, handle), "power_limit_w": milli(limit)}
 
 
 def _int(value: object) -> int | None:

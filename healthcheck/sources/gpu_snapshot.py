@@ -370,13 +370,26 @@ def _sample_window(nvml: Nvml, gpu: dict[str, Any], handle: Any, window: _Window
 
 def _sample(rec: GpuRecorder, handle: Any, at: float, with_io: bool) -> dict[str, Any]:
     util = rec.read("utilization", "nvmlDeviceGetUtilizationRates", handle)
-    reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
-    if not reasons.ok:
-        reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
     sample = {
         "t": at,
         "util_gpu": getattr(util, "gpu", None),
         "util_mem": getattr(util, "memory", None),
+        **read_sample(rec, handle),
+    }
+    if with_io:
+        sample["pcie_tx_kbps"] = rec.read("pcie.tx", "nvmlDeviceGetPcieThroughput", handle, PCIE_TX)
+        sample["pcie_rx_kbps"] = rec.read("pcie.rx", "nvmlDeviceGetPcieThroughput", handle, PCIE_RX)
+    return sample
+
+
+def read_sample(rec: GpuRecorder, handle: Any) -> dict[str, Any]:
+    """One GPU's power, clocks, temperatures and clock-event reasons now: a sample of the run's
+    window (`_sample`) and of the acceptance soak's trace (`accept.gpus.NodeGpus.sample`) alike.
+    A reading that is no value is None, noted in `rec`'s record."""
+    reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
+    if not reasons.ok:
+        reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksThrottleReasons", handle)
+    return {
         "power_w": milli(rec.read("power.draw", "nvmlDeviceGetPowerUsage", handle)),
         "sm_clock_mhz": rec.read("clocks.sm", "nvmlDeviceGetClockInfo", handle, CLOCK_SM),
         "mem_clock_mhz": rec.read("clocks.mem", "nvmlDeviceGetClockInfo", handle, CLOCK_MEM),
@@ -384,10 +397,6 @@ def _sample(rec: GpuRecorder, handle: Any, at: float, with_io: bool) -> dict[str
         "mem_temp_c": _field_value(rec, "temperature.memory", handle, FIELD_MEMORY_TEMP),
         "clock_event_reasons": rec.keep("clock_event_reasons", reasons),
     }
-    if with_io:
-        sample["pcie_tx_kbps"] = rec.read("pcie.tx", "nvmlDeviceGetPcieThroughput", handle, PCIE_TX)
-        sample["pcie_rx_kbps"] = rec.read("pcie.rx", "nvmlDeviceGetPcieThroughput", handle, PCIE_RX)
-    return sample
 
 
 class _GpmSampler:

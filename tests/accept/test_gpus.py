@@ -79,3 +79,20 @@ def test_the_sampler_samples_until_stopped() -> None:
     assert sampler.samples[0] and sampler.samples[1]  # one at the start, at least
     assert all(set(s) == SAMPLE_KEYS for s in sampler.samples[0])
     gpus.close()
+
+
+def test_a_soak_sample_is_read_as_a_runs_window_sample_is() -> None:
+    """One way to read a GPU's sample (`gpu_snapshot.read_sample`): the soak's trace and a run's
+    window read the same values the same way, the HBM temperature by its field's own value
+    type (the soak's own copy read the union's unsigned member whatever the type: 0 from the
+    fake NVML, whose members do not overlap; right on a real little-endian union by luck)."""
+    from sitscheck.sources.gpu_snapshot import collect_snapshot
+
+    run = Nvml(NodeNvml(recording()))
+    run.init()
+    window = collect_snapshot(run, 0.0)["gpus"][0]["samples"][0]
+    soak = node().sample(0, 0.0)  # another fake NVML of the same recording, at its first sample
+    shared = set(window) & set(soak) - {"t"}
+    assert shared == SAMPLE_KEYS - {"t", "power_limit_w"}
+    assert {key: soak[key] for key in shared} == {key: window[key] for key in shared}
+    assert soak["mem_temp_c"] == recording()["gpus"][0]["samples"][0]["mem_temp_c"] == 36
