@@ -48,6 +48,7 @@ class SoakCheck(LazyCheck):
         share=None,
         order=30,
         cooldown_s=5.0,
+        keeps_busy=True,  # the GEMM back to back: `run --load` runs it through the window
     )
     evidence = EvidenceSpec(summary="the soak's record (bundle accept/soak.json)")
     impl = "sitscheck.checks.soak.judge:SoakImpl"

@@ -1,18 +1,22 @@
-"""The workload children of one phase: started, listened to, and ended within the phase.
+"""The one way sitscheck runs a declared workload (`WorkloadSpec`): its children started,
+listened to, and ended within its deadline. Every acceptance phase, `run --load` (the GPUs
+kept busy while they are sampled: `Background`) and `run --bandwidth` run their workloads here.
 
-One isolated interpreter per GPU (`python -I -m sitscheck.probes.accept PHASE …`, its own
-session, CUDA_VISIBLE_DEVICES set to the GPU's UUID), read line by line with a selector until
-each has ended or the phase's deadline passes. A child has ended when its process has
-(whatever still holds its output: a grandchild's copy of the pipe is no reason to wait), and
-what it said up to then is read before it is judged: ok when it printed its result (its last
-line), failed when it printed an error or exited without a result. A child still running at
-the deadline has stopped responding: it is killed with its process group and reaped, and named
-"hung" with what it said it was doing; but one that never said it was ready, in a phase that
-left it less than its start allowance (`startup_s`), is "failed" (it had no fair chance to
-start: an unknown, never a critical verdict). A stop (SIGINT/SIGTERM to sitscheck) ends every
-child within STOP_GRACE_S: SIGTERM, then SIGKILL; exiting frees the GPU memory it held. A
-process that SIGKILL does not end (stuck in the kernel driver) is left after REAP_S, named,
-never waited on for ever: the budget holds whatever happens.
+One isolated interpreter per GPU (`python -I -m MODULE PHASE --seconds S --engine E`,
+`workload_args`; its own session, CUDA_VISIBLE_DEVICES set to the GPU's UUID), read line by
+line with a selector until each has ended or the deadline passes. A child has ended when its
+process has (whatever still holds its output: a grandchild's copy of the pipe is no reason to
+wait), and what it said up to then is read before it is judged: ok when it printed its result
+(its last line), failed when it printed an error or exited without a result. A child still
+running at the deadline has stopped responding: it is killed with its process group and reaped,
+and named "hung" with what it said it was doing; but one that never said it was ready, in a
+phase that left it less than its start allowance (`startup_s`), is "failed" (it had no fair
+chance to start: an unknown, never a critical verdict). A stop (SIGINT/SIGTERM to sitscheck)
+ends every child within STOP_GRACE_S: SIGTERM, then SIGKILL; exiting frees the GPU memory it
+held. A process that SIGKILL does not end (stuck in the kernel driver) is left after REAP_S,
+named, never waited on for ever: the budget holds whatever happens. A workload its caller ends
+before its deadline (`Background.end`: the `--load` once it is no longer needed) is ended the
+same way; a child that was at its work then is ok, one that never got ready failed.
 
 What a child prints is untrusted text: a line past MAX_LINE is dropped to its end, a malformed
 one is skipped, and the text kept (what it does, its error, its figure) is made printable and
@@ -26,12 +30,15 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from msgspec import Struct, field
 
 from ..sources import child_python
+from ..threads import start_daemon
 
 STOP_GRACE_S = 0.5
 REAP_S = 2.0  # after SIGKILL: a process still there is stuck in the kernel, and is left
@@ -83,6 +90,14 @@ class Child(Struct):
 
 
 Progress = Callable[[Sequence[Child]], None]
+# `visible` of a workload that sees the GPUs of sitscheck's own environment, as they are
+# (`run --bandwidth`: CUDA_VISIBLE_DEVICES, where it is set, is the operator's)
+INHERITED = "inherited"
+
+
+def workload_args(phase: str, seconds: float, engine: str) -> list[str]:
+    """A workload module's arguments (`WorkloadSpec`): its phase, its time, its engine."""
+    return [phase, "--seconds", f"{seconds:.1f}", "--engine", engine]
 
 
 def run_children(
@@ -101,8 +116,9 @@ def run_children(
     """Start one child per target, read them until each ends or `deadline` (on `clock`);
     never outlives it. `stop()` true (a signal came) ends them all at once as interrupted.
     `visible`: the CUDA_VISIBLE_DEVICES of every child (the ranks of a multi-GPU workload each
-    see all the phase's GPUs); by default each child sees its own GPU alone. `startup_s`: what a
-    child may need before it says it is ready (see the module's note)."""
+    see all the phase's GPUs; INHERITED: the environment's own); by default each child sees its
+    own GPU alone. `startup_s`: what a child may need before it says it is ready (see the
+    module's note)."""
     children = [Child(target) for target in targets]
     selector = selectors.DefaultSelector()
     try:
@@ -115,6 +131,85 @@ def run_children(
     return children
 
 
+class Background:
+    """A workload's children kept at their work while the caller does its own (`run --load`:
+    the GPUs busy while they are sampled): started and heard until each said it is ready
+    (`start`), then heard on a thread of their own until `end()` or the deadline, and ended
+    there as `run_children` ends them. `outcome()` says how each is doing meanwhile."""
+
+    def __init__(
+        self,
+        module: str,
+        targets: Sequence[Target],
+        args_for: Callable[[Target], list[str]],
+        deadline: float,
+        *,
+        startup_s: float = 0.0,
+    ) -> None:
+        self.module = module
+        self.children = [Child(target) for target in targets]
+        self.deadline = deadline
+        self.startup_s = startup_s
+        self._args_for = args_for
+        self._selector = selectors.DefaultSelector()
+        self._ending = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._ended = False
+
+    def start(self, ready_by: float) -> None:
+        """Start every child and hear them (on this thread) until each said it is ready or
+        has ended, or `ready_by`; then go on hearing them on a thread of their own."""
+        clock = time.monotonic
+        try:
+            for child in self.children:
+                _start(child, self.module, self._args_for(child.target), None, self._selector,
+                       clock)  # fmt: skip
+            _listen(self.children, self._selector, min(ready_by, self.deadline), _never, None,
+                    clock, until=self._all_ready)  # fmt: skip
+            self._thread = start_daemon(self._hear, name="workload")
+        except BaseException:  # CannotStart included: children nobody hears would fill their
+            self.end()  # pipes and stop, and must not outlive this; they end now
+            raise
+
+    def _all_ready(self) -> bool:
+        return all(c.engine is not None or c.status != "running" for c in self.children)
+
+    def _hear(self) -> None:
+        try:
+            _listen(self.children, self._selector, self.deadline, _never, None,
+                    time.monotonic, self._lock, self._ending.is_set)  # fmt: skip
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+            _end_all(self.children, self._selector, _never, self.deadline,
+                     self.startup_s, time.monotonic, ended=self._ending.is_set())  # fmt: skip
+            self._selector.close()
+
+    def outcome(self) -> list[tuple[Target, str, str | None, str | None]]:
+        """Each child's target, status, reason and engine now."""
+        with self._lock:
+            return [(c.target, c.status, c.reason, c.engine) for c in self.children]
+
+    def end(self) -> list[Child]:
+        """End every child now (those still at their work are ok) and reap them; bounded
+        (`_end_all`), whatever state they are in."""
+        self._ending.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._close()
+        return self.children
+
+
+def _never() -> bool:
+    return False
+
+
 def _start(
     child: Child,
     module: str,
@@ -124,10 +219,9 @@ def _start(
     clock: Callable[[], float],
     visible: str | None = None,
 ) -> None:
-    extra = {
-        "CUDA_VISIBLE_DEVICES": visible or child.target.uuid,
-        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-    }
+    extra = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    if visible != INHERITED:
+        extra["CUDA_VISIBLE_DEVICES"] = visible or child.target.uuid
     child.started = clock()
     try:
         child.process = child_python.start(
@@ -155,9 +249,13 @@ def _listen(
     stop: Callable[[], bool],
     on_progress: Progress | None,
     clock: Callable[[], float],
+    lock: AbstractContextManager[object] | None = None,
+    until: Callable[[], bool] = lambda: False,
 ) -> None:
+    """Until every child has ended, `deadline`, a stop (a signal) or `until()` (the caller's
+    own end: not a signal); `lock` is held while what they said is taken in."""
     last_progress: float | None = None
-    while any(c.status == "running" for c in children) and not stop():
+    while any(c.status == "running" for c in children) and not stop() and not until():
         now = clock()
         if now >= deadline:
             return
@@ -167,17 +265,28 @@ def _listen(
         else:  # every running child closed its output: only its end is left to see
             time.sleep(wait)
             events = []
-        for key, _ in events:
-            _read_into(key.data, selector)
-        for child in children:
-            if child.status == "running" and child.process is not None:
-                code = child.process.poll()
-                if code is not None:  # it has ended: what it said, then how it ended
-                    _drain(child, selector)
-                    _finish(child, code, stop(), clock)
+        with lock or nullcontext():
+            _take_in(children, selector, events, stop, clock)
         if on_progress is not None and (last_progress is None or clock() - last_progress >= 1.0):
             on_progress(children)
             last_progress = clock()
+
+
+def _take_in(
+    children: list[Child],
+    selector: selectors.BaseSelector,
+    events: list[tuple[selectors.SelectorKey, int]],
+    stop: Callable[[], bool],
+    clock: Callable[[], float],
+) -> None:
+    for key, _ in events:
+        _read_into(key.data, selector)
+    for child in children:
+        if child.status == "running" and child.process is not None:
+            code = child.process.poll()
+            if code is not None:  # it has ended: what it said, then how it ended
+                _drain(child, selector)
+                _finish(child, code, stop(), clock)
 
 
 def _read_into(child: Child, selector: selectors.BaseSelector) -> int:
@@ -290,14 +399,24 @@ def _finish(child: Child, code: int | None, stopped: bool, clock: Callable[[], f
 
 
 def _judge_unfinished(
-    child: Child, stopped: bool, deadline: float, startup_s: float, clock: Callable[[], float]
+    child: Child,
+    stopped: bool,
+    deadline: float,
+    startup_s: float,
+    clock: Callable[[], float],
+    ended: bool = False,
 ) -> None:
-    """A child still running when the phase ends (deadline or stop)."""
+    """A child still running when the phase ends (deadline, stop, or its caller's end)."""
     child.ended = clock()
     if child.result is not None:  # its last line came: its work is done, whatever it does now
         child.status = "ok"
     elif stopped:
         _interrupted(child)
+    elif ended and child.engine is not None:  # at its work when its caller ended it
+        child.status = "ok"
+    elif ended:
+        child.status = "failed"
+        child.reason = f"not ready when its work was ended, while {child.doing or 'starting'}"
     elif child.engine is None and child.doing is None and deadline - child.started < startup_s:
         child.status = "failed"
         child.reason = (
@@ -321,10 +440,12 @@ def _end_all(
     deadline: float,
     startup_s: float,
     clock: Callable[[], float],
+    ended: bool = False,
 ) -> None:
     """Whatever state the children are in, they are gone when this returns: what they said
     read, SIGTERM to every group, STOP_GRACE_S for all of them together, then SIGKILL, then
-    reaped (a process that SIGKILL does not end is left after REAP_S, and named)."""
+    reaped (a process that SIGKILL does not end is left after REAP_S, and named). `ended`:
+    their caller ends them before their deadline (`Background.end`)."""
     started = [c for c in children if c.process is not None]
     stopped = stop()
     for child in started:
@@ -335,7 +456,7 @@ def _end_all(
             if code is not None:
                 _finish(child, code, stopped, clock)
             else:
-                _judge_unfinished(child, stopped, deadline, startup_s, clock)
+                _judge_unfinished(child, stopped, deadline, startup_s, clock, ended)
     for child in started:
         _signal_group(child, signal.SIGTERM)
     grace_ends = time.monotonic() + STOP_GRACE_S

@@ -17,7 +17,7 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..threads import CannotStart
-from .children import Child, Progress, Target, run_children
+from .children import Child, Progress, Target, run_children, workload_args
 from .gpus import NodeGpus, Sampler
 from .plan import Plan, PlannedPhase
 
@@ -152,7 +152,7 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
 
 
 def _args(phase: PlannedPhase, ctx: PhaseContext, target: Target) -> list[str]:
-    args = [phase.name, "--seconds", f"{phase.work_s:.1f}", "--engine", ctx.engine]
+    args = workload_args(phase.name, phase.work_s, ctx.engine)
     if phase.name == "soak" and target.index in ctx.digests:
         args += ["--expect-digest", ctx.digests[target.index]]
     for injection in ctx.injections:

@@ -72,7 +72,10 @@ class Acceptance:
         deadline: float,
     ) -> list[CheckResult]:
         from ..contract.runner import run_checks
+        from ..sources.live import LiveSources
 
+        if isinstance(sources, LiveSources):  # a workload the sources start ends on a signal too
+            sources.stopped = self.stopped
         active = [c for c in checks if _workload(c)]
         again = [c for c in checks if not _workload(c) and _reads_kernel_log(c)]
         passive = run_checks([c for c in checks if not _workload(c)], sources, self.config,
@@ -174,8 +177,9 @@ def _same(device: Device, bus: str | None, target: Target) -> bool:
 
 
 def _bandwidth(sources: Sources, phase: PlannedPhase, targets: Sequence[Target]) -> dict[str, Any]:
-    """The bandwidth phase: the existing probe, now, within the phase's time, on the phase's
-    GPUs (`targets`: --gpus, less those a critical finding keeps out) and no other."""
+    """The bandwidth phase: the bandwidth check's workload as `run --bandwidth` runs it
+    (`LiveSources.artifact`), now, within the phase's time, on the phase's GPUs (`targets`:
+    --gpus, less those a critical finding keeps out) and no other."""
     options = getattr(sources, "options", None)
     if options is not None:  # the probe's deadline, and its grace to print, within the phase
         options.bandwidth_s = max(phase.seconds - PROBE_GRACE_S, 1.0)

@@ -174,7 +174,7 @@ SNAPSHOT_KEYS = frozenset(
         *("clocks_max_mhz", "ecc", "remap", "retired_pages", "nvlink", "nvlink_throughput"),
         *("samples", "sampled_s", "utilization", "clocks", "clock_event_reasons", "memory"),
         *("gpm", "counters_s", "violations", "violations_ns_start", "violations_ns_end"),
-        *("energy", "energy_mj_start", "energy_mj_end"),
+        *("energy", "energy_mj_start", "energy_mj_end", "load"),
         *("nvlink_throughput_kib_start", "nvlink_throughput_kib_end"),
     }
 )
@@ -281,7 +281,8 @@ class ProfileKey(Struct, frozen=True):
 
 
 class WorkloadSpec(Struct, frozen=True):
-    """An active check's workload, run only by `sitscheck accept` (a phase of its plan).
+    """An active check's workload: a phase of `sitscheck accept`'s plan, and what `run --load`
+    and `run --bandwidth` start (`accept.children` runs them all).
 
     `module` is started as an isolated child interpreter, one per GPU (CUDA_VISIBLE_DEVICES
     set to that GPU), as `python -I -m MODULE PHASE --seconds S --engine E`; it speaks the
@@ -290,7 +291,11 @@ class WorkloadSpec(Struct, frozen=True):
     reads, and which the check's `collect` judges. `share`: the phase's fraction of the
     budget (None: what the other phases leave); `order`: its place in the plan;
     `cooldown_s`: an idle pause before it; `multi_gpu`: it needs two GPUs or more;
-    `startup_s`: the part of the phase its children need to start, not working."""
+    `startup_s`: the part of the phase its children need to start, not working;
+    `keeps_busy`: it keeps its GPU at full load for the seconds asked (ending early, with its
+    result, on SIGTERM), so `run --load` may run it on every GPU through the sampling window
+    (the first such workload in plan order, of the run's checks or else of every installed
+    check)."""
 
     phase: str
     module: str
@@ -301,6 +306,7 @@ class WorkloadSpec(Struct, frozen=True):
     cooldown_s: float = 0.0
     multi_gpu: bool = False
     startup_s: float = 10.0  # what of the phase a child takes to start (interpreter, CUDA, torch)
+    keeps_busy: bool = False  # `run --load` may run it to keep the GPUs busy while sampled
 
 
 class Declaration(Struct, frozen=True):

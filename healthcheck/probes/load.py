@@ -1,264 +1,182 @@
-"""The optional `--load` probe: keep every GPU busy for the sampling window.
+"""`run --load`: keep every GPU busy through the sampling window, with a declared workload.
 
-An idle GPU cannot show whether it reaches its power cap, holds its clocks or trains its
-PCIe link to full speed. With `--load` (never otherwise), each GPU runs a compute kernel for
-the window: PyTorch bf16 matrix products when PyTorch with CUDA is installed (the load that
-reaches the power cap, as inference does), else an FMA loop in PTX launched through the CUDA
-driver API with ctypes (no extra dependency). Each GPU's loop stops at the deadline or when
-the run is interrupted; kernels are short (tens of ms), so stopping is prompt.
+An idle GPU cannot show whether it reaches its power cap, holds its clocks or trains its PCIe
+link to full speed. With `--load` (never otherwise), each GPU runs the workload a check
+declares with `keeps_busy` (the soak's seeded bf16 GEMM back to back: PyTorch where it imports,
+else the tensor-core kernel in PTX), through the runner every workload goes through
+(`accept.children.Background`): one isolated child per GPU, ready before the window opens
+(then `WARMUP_S` for power and clocks to settle), at its work through the window and the
+margin after it (the command outputs are taken then), ended and reaped before the bandwidth
+probe or when the run ends, and at its deadline whatever happens.
+
+The GPUs it loads: those NVML lists and reaches; where sitscheck's environment sets
+CUDA_VISIBLE_DEVICES (a job's GPUs), only those it names (`visible_targets`). Others are
+sampled idle.
+
+What became of it is written into the snapshot at the window's end (`Load.mark`): `load`, the
+workload, its engine, each GPU's state then and the errors; and, in the record of a GPU it was
+to keep busy but did not through the whole window (its child failed, or was not ready when the
+window opened), `unavailable["load"] = "error"` with the reason in `failures`. The telemetry
+check reads that as a failed reading: UNKNOWN with the reason, for that GPU's window was not
+sampled under load as asked (a load that did not run is never a pass).
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import select
-import signal
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from msgspec import Struct, field
+if TYPE_CHECKING:
+    from ..accept.children import Background, Target
+    from ..contract.declarations import WorkloadSpec
+    from ..sources.nvml import Nvml
 
-from ..sources import child_python
-
-_PTX = rb"""
-.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry burn(.param .u64 out, .param .u32 iters)
-{
-  .reg .f32 a, b, c, d;
-  .reg .u32 i, n, tid;
-  .reg .u64 ptr, off;
-  .reg .pred p;
-  ld.param.u64 ptr, [out];
-  ld.param.u32 n, [iters];
-  mov.u32 tid, %tid.x;
-  cvt.rn.f32.u32 a, tid;
-  mov.f32 b, 0f3F7FFFF0;
-  mov.f32 c, 0f3C000000;
-  mov.f32 d, 0f3D000000;
-  mov.u32 i, 0;
-LOOP:
-  fma.rn.f32 a, a, b, c;
-  fma.rn.f32 d, d, b, c;
-  fma.rn.f32 a, a, b, d;
-  fma.rn.f32 d, d, b, a;
-  fma.rn.f32 a, a, b, c;
-  fma.rn.f32 d, d, b, c;
-  fma.rn.f32 a, a, b, d;
-  fma.rn.f32 d, d, b, a;
-  add.u32 i, i, 1;
-  setp.lt.u32 p, i, n;
-  @p bra LOOP;
-  add.f32 a, a, d;
-  mul.wide.u32 off, tid, 4;
-  add.u64 ptr, ptr, off;
-  st.global.f32 [ptr], a;
-  ret;
-}
-"""
-_MODULE = "sitscheck.probes.load"
-_ITERATIONS = 20000
-_THREADS = 256
-_BLOCKS_PER_DEVICE = 132 * 16
+WARMUP_S = 1.5  # after every child is ready: power and clocks settle before the window opens
+GRACE_S = 5.0  # past the work asked: the last batch, the result printed, the end seen
+ENGINE = "auto"  # PyTorch (cuBLAS) where it imports, else PTX: what the load has always run
+KEY = "load"  # the key of the GPU record's `unavailable` and `failures` maps (SNAPSHOT_KEYS)
 
 
-class _Workers(Struct):
-    """Inside the load process: one thread per GPU."""
+class Load:
+    """The `--load` workload of one run, from its start to its end."""
 
-    stop: threading.Event = field(default_factory=threading.Event)
-    engine: str = "none"
-    errors: list[str] = field(default_factory=list)
-    started: threading.Event = field(default_factory=threading.Event)
+    def __init__(
+        self,
+        workload: WorkloadSpec | None,
+        wanted: Sequence[Target],
+        running: Background | None = None,
+        why_not: str | None = None,
+    ) -> None:
+        self.workload = workload
+        self.wanted = list(wanted)  # the GPUs it was to keep busy
+        self.running = running
+        self.why_not = why_not  # why it runs on none of them
+        self.ready: set[int] = set()  # the GPUs whose child was at its work as the window opened
 
+    def mark(self, snapshot: dict[str, Any]) -> None:
+        """The load's state now (the window's end) into the snapshot: its summary (`load`),
+        and a failed `load` reading in the record of each GPU it did not keep busy."""
+        states = self._states()
+        failed = {index: why for index, (_, why) in states.items() if why is not None}
+        engines = [e for _, _, _, e in self._outcome() if e]
+        gpus = [
+            {"index": t.index, "uuid": t.uuid, "state": state, "reason": why}
+            for t in self.wanted
+            for state, why in [states[t.index]]
+        ]
+        errors = [f"GPU {index}: {why}" for index, why in sorted(failed.items())]
+        snapshot[KEY] = {
+            "workload": self.workload.module if self.workload else None,
+            "phase": self.workload.phase if self.workload else None,
+            "engine": engines[0] if engines else "none",
+            "gpus": gpus,
+            "errors": [self.why_not, *errors] if self.why_not else errors,
+        }
+        for gpu in snapshot.get("gpus") or []:
+            index = gpu.get("index") if isinstance(gpu, dict) else None
+            why = failed.get(index) if isinstance(index, int) else None
+            if why is not None:
+                gpu.setdefault("unavailable", {})[KEY] = "error"
+                gpu.setdefault("failures", {})[KEY] = why
 
-class LoadHandle(Struct):
-    """The parent's view of the load process."""
+    def _outcome(self) -> list[tuple[Target, str, str | None, str | None]]:
+        return self.running.outcome() if self.running is not None else []
 
-    process: subprocess.Popen[str] | None
-    engine: str
-    errors: list[str]
-
-    def summary(self) -> dict[str, object]:
-        return {"engine": self.engine, "errors": list(self.errors)}
+    def _states(self) -> dict[int, tuple[str, str | None]]:
+        """Each wanted GPU's state now, and why its window was not under load (None: it was)."""
+        what = f"the --load workload ({self.workload.phase})" if self.workload else "--load"
+        why_not = self.why_not or "NVML gave no UUID for it (a child sees its GPU by UUID)"
+        states: dict[int, tuple[str, str | None]] = {
+            t.index: ("not_run", f"{what} did not run: {why_not}") for t in self.wanted
+        }
+        for target, status, reason, _ in self._outcome():
+            if status == "running" and target.index in self.ready:
+                states[target.index] = ("running", None)
+            elif status == "running":
+                states[target.index] = ("late", f"{what} was not ready when the window opened")
+            else:
+                said = f": {reason}" if reason else " before the window's end"
+                states[target.index] = (status, f"{what} {status}{said}")
+        return states
 
     def stop(self) -> None:
-        """Kill the load process group; returns within a couple of seconds whatever happens."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(self.process.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                return
-            try:
-                self.process.wait(timeout=1.0)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        """End the children and reap them (bounded); nothing when none runs."""
+        if self.running is not None:
+            self.running.end()
 
 
-def start_load(duration_s: float, warmup_s: float = 1.5) -> LoadHandle:
-    """Start a process that keeps every GPU busy for `duration_s`; return once it runs.
+def start_load(
+    nvml: Nvml,
+    workload: WorkloadSpec | None,
+    seconds: float,
+    environ: Mapping[str, str],
+    warmup_s: float = WARMUP_S,
+) -> Load:
+    """Start `workload` on every GPU the run may load, for `seconds` from the window's start
+    (the window and its margin); return once each child is ready or has failed (at most the
+    workload's start allowance) and the warm-up has passed."""
+    from ..accept.children import Background, workload_args
+    from ..accept.gpus import NodeGpus
+    from ..threads import CannotStart
 
-    A separate process (its own session; an isolated interpreter, `child_python`) keeps CUDA
-    out of the checker: a crash or hang in the load cannot take the run with it, and stopping
-    is a kill of its process group.
-    """
     try:
-        process = child_python.start(
-            _MODULE,
-            (f"{duration_s:.1f}",),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return LoadHandle(None, "none", [f"cannot start the load process: {exc}"])
-    stdout = process.stdout
-    ready = stdout is not None and bool(select.select([stdout], [], [], warmup_s + 20.0)[0])
-    line = stdout.readline().strip() if ready and stdout is not None else ""
-    status, _, detail = line.partition(" ")
-    if status != "ready":
-        handle = LoadHandle(process, "none", [line or "the load process did not start in time"])
-        handle.stop()
-        return handle
-    engine, _, errors = detail.partition(" ")
-    time.sleep(warmup_s)  # let power and clocks settle before sampling starts
-    return LoadHandle(process, engine, [errors] if errors else [])
-
-
-def main(argv: list[str]) -> int:
-    """`python -m sitscheck.probes.load SECONDS`: load every GPU, print `ready ENGINE`, then run."""
-    duration = float(argv[0]) if argv else 10.0
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    workers = _Workers()
-    worker = _torch_worker() or _ptx_worker(workers)
-    if worker is None:
-        print("failed " + "; ".join(workers.errors or ["no CUDA load engine"]), flush=True)
-        return 1
-    workers.engine, run = worker
-    deadline = time.monotonic() + duration
-    threads = [
-        threading.Thread(target=_guard, args=(run, n, workers, deadline), daemon=True)
-        for n in range(_device_count(workers))
-    ]
-    for thread in threads:
-        thread.start()
-    workers.started.wait(timeout=20.0)
-    print(f"ready {workers.engine} {'; '.join(workers.errors)}".rstrip(), flush=True)
-    for thread in threads:
-        thread.join(timeout=max(deadline - time.monotonic(), 0.0) + 1.0)
-    os._exit(0)  # no CUDA/PyTorch teardown: the work is done and the process is disposable
-
-
-def _guard(
-    run: Callable[[int, _Workers, float], None], ordinal: int, workers: _Workers, deadline: float
-) -> None:
+        node = NodeGpus(nvml)
+    except RuntimeError as exc:
+        return Load(workload, [], why_not=str(exc))
+    reachable = [t for t in node.targets if t.index not in node.unreachable]
+    wanted = visible_targets(reachable, environ)
+    if workload is None:
+        return Load(None, wanted, why_not="no installed check declares a workload that keeps "
+                    "the GPUs busy (`WorkloadSpec.keeps_busy`)")  # fmt: skip
+    if not wanted:  # none of them may be loaded: the load asked for did not run on any
+        return Load(workload, reachable, why_not=_none_visible(reachable, environ))
+    began = time.monotonic()
+    # a child's time counts from its own start: the last one ready (by the start allowance),
+    # the warm-up, the window and its margin are all inside it
+    work_s = workload.startup_s + warmup_s + seconds
+    running = Background(
+        workload.module, [t for t in wanted if t.uuid],
+        lambda _: workload_args(workload.phase, work_s, ENGINE),
+        began + workload.startup_s + work_s + GRACE_S, startup_s=workload.startup_s,
+    )  # fmt: skip
     try:
-        run(ordinal, workers, deadline)
-    except Exception as exc:
-        workers.errors.append(f"GPU {ordinal}: {exc}")
-        workers.started.set()
+        running.start(ready_by=began + workload.startup_s)
+    except CannotStart as exc:  # its children are ended already (`Background.start`)
+        return Load(workload, wanted, why_not=str(exc))
+    load = Load(workload, wanted, running)
+    at_work = [t for t, status, _, engine in running.outcome() if status == "running" and engine]
+    load.ready = {t.index for t in at_work}
+    if at_work:
+        time.sleep(warmup_s)
+    return load
 
 
-def _device_count(workers: _Workers) -> int:
-    if workers.engine == "torch":
-        import torch
-
-        return int(torch.cuda.device_count())
-    lib = _libcuda()
-    count = ctypes.c_int(0)
-    _check(lib.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
-    return count.value
-
-
-def _torch_worker() -> tuple[str, Callable[[int, _Workers, float], None]] | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-
-    def run(ordinal: int, handle: _Workers, deadline: float) -> None:
-        device = torch.device("cuda", ordinal)
-        a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
-        b = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
-        handle.started.set()
-        while not handle.stop.is_set() and time.monotonic() < deadline:
-            for _ in range(8):
-                a @ b
-            torch.cuda.synchronize(device)
-
-    return "torch", run
+def visible_targets(targets: Sequence[Target], environ: Mapping[str, str]) -> list[Target]:
+    """The GPUs of `targets` that the environment's CUDA_VISIBLE_DEVICES lets a run use: all
+    where it is unset; else those its entries name, each an index (NVML's, which is PCI bus
+    order: CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID) or a UUID or a unique prefix of one, read
+    as CUDA reads them: up to the first entry that names no GPU."""
+    given = environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return list(targets)
+    chosen: list[Target] = []
+    for entry in (part.strip() for part in given.split(",")):
+        named = [
+            t
+            for t in targets
+            if (entry.isdigit() and t.index == int(entry))
+            or (entry.startswith("GPU-") and t.uuid.startswith(entry))
+        ]
+        if len(named) != 1:
+            break
+        if named[0] not in chosen:
+            chosen.append(named[0])
+    return chosen
 
 
-def _ptx_worker(handle: _Workers) -> tuple[str, Callable[[int, _Workers, float], None]] | None:
-    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    try:
-        lib = _libcuda()
-        _check(lib.cuInit(0), "cuInit")
-    except (OSError, RuntimeError) as exc:
-        handle.errors.append(f"CUDA driver API unavailable: {exc}")
-        return None
-
-    def run(ordinal: int, handle: _Workers, deadline: float) -> None:
-        _ptx_loop(lib, ordinal, handle, deadline)
-
-    return "ptx", run
-
-
-def _ptx_loop(lib: ctypes.CDLL, ordinal: int, handle: _Workers, deadline: float) -> None:
-    device = ctypes.c_int()
-    context = ctypes.c_void_p()
-    module = ctypes.c_void_p()
-    function = ctypes.c_void_p()
-    buffer = ctypes.c_uint64()
-    _check(lib.cuDeviceGet(ctypes.byref(device), ordinal), "cuDeviceGet")
-    _check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(context), device), "cuDevicePrimaryCtxRetain")
-    try:
-        _check(lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
-        _check(
-            lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(_PTX)), "cuModuleLoadData"
-        )
-        _check(
-            lib.cuModuleGetFunction(ctypes.byref(function), module, b"burn"), "cuModuleGetFunction"
-        )
-        _check(lib.cuMemAlloc_v2(ctypes.byref(buffer), _THREADS * 4), "cuMemAlloc")
-        iterations = ctypes.c_uint32(_ITERATIONS)
-        params = (ctypes.c_void_p * 2)(
-            ctypes.cast(ctypes.byref(buffer), ctypes.c_void_p),
-            ctypes.cast(ctypes.byref(iterations), ctypes.c_void_p),
-        )
-        handle.started.set()
-        while not handle.stop.is_set() and time.monotonic() < deadline:
-            _check(
-                lib.cuLaunchKernel(
-                    function, _BLOCKS_PER_DEVICE, 1, 1, _THREADS, 1, 1, 0, None, params, None
-                ),
-                "cuLaunchKernel",
-            )
-            _check(lib.cuCtxSynchronize(), "cuCtxSynchronize")
-        lib.cuMemFree_v2(buffer)
-    finally:
-        lib.cuDevicePrimaryCtxRelease_v2(device)
-
-
-def _libcuda() -> ctypes.CDLL:
-    return ctypes.CDLL("libcuda.so.1")
-
-
-def _check(code: int, call: str) -> None:
-    if code != 0:
-        raise RuntimeError(f"{call} failed with CUresult {code}")
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def _none_visible(reachable: Sequence[Target], environ: Mapping[str, str]) -> str:
+    if not reachable:
+        return "NVML reaches no GPU to load"
+    given = environ.get("CUDA_VISIBLE_DEVICES", "")
+    return f"CUDA_VISIBLE_DEVICES={given!r} names none of the GPUs NVML lists"

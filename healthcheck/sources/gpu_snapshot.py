@@ -8,6 +8,7 @@ state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other
 supported" in `failures` with the NVML call and its error: missing is never zero.
 Beside its own readings, each GPU's thread makes the calls the selected checks declare
 (`NvmlRead`, `nvml_reads`), each value under the key its check chose.
+The `--load` workload (`probes.load`) is started by the live sources before the window opens.
 Every thread started here carries the caller's context (`start_daemon(in_context=True)`):
 its NVML calls run under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
 A thread the system refuses (`ulimit -v`) fails the whole snapshot (`CannotStart`, once every
@@ -76,13 +77,11 @@ def collect_snapshot(
     nvml: Nvml,
     window_s: float,
     interval_s: float = 0.2,
-    busy: Callable[[], dict[str, object]] | None = None,
     on_window: Callable[[], None] | None = None,
     reads: Sequence[NvmlRead] = (),
 ) -> dict[str, Any]:
-    """Inventory and sample every GPU. `busy`, when given, is started before sampling (--load);
-    `on_window` is called as the window starts; `reads`: the calls the checks declare, made
-    for every GPU with its inventory."""
+    """Inventory and sample every GPU. `on_window` is called as the window starts; `reads`:
+    the calls the checks declare, made for every GPU with its inventory."""
     snapshot: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -112,8 +111,6 @@ def collect_snapshot(
     snapshot["gpus"] = gpus
     phases: dict[str, float] = {}
     snapshot["phases"] = phases
-    if busy is not None:
-        snapshot["load"] = busy()
     # The window starts now, for every GPU: each GPU's thread takes its inventory, then
     # samples until the common deadline. The slow readings (inventory calls, the GPU pairs,
     # ~19 ms each, 28 on 8 GPUs; the counters read at both ends, see window_counters) are

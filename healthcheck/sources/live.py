@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ from .scope import waiting_on
 
 if TYPE_CHECKING:
     from ..contract.evidence import DeclaredEvidence
-    from ..probes.load import LoadHandle
+    from ..probes.load import Load
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 DEV_CTL = "/dev/nvidiactl"
@@ -64,6 +64,8 @@ class LiveSources(Memo):
         nvml_reads: Mapping[str, NvmlRead] | None = None,
         workloads: Sequence[WorkloadSpec] = (),
     ) -> None:
+        """`workloads`: the selected checks' (their records; `--load` and `--bandwidth` run
+        theirs, else the installed checks')."""
         super().__init__()
         self.options = options
         # the selected checks' declared commands and NVML calls; None: every installed check's
@@ -83,10 +85,13 @@ class LiveSources(Memo):
         self.window_started = threading.Event()
         self._nvml: Nvml | None = None
         self._driver: DriverProbe | None = None
-        self._load: LoadHandle | None = None
+        self._load: Load | None = None
         # the acceptance phases' records (`sitscheck accept`), by artifact name
         self.records: dict[str, str] = {}
+        self._workloads = tuple(workloads)
         self._workload_records = {w.record for w in workloads}
+        # true once a signal came (`sitscheck accept` sets its own): a workload ends at once
+        self.stopped: Callable[[], bool] = lambda: False
 
     @property
     def mode(self) -> str:
@@ -168,25 +173,36 @@ class LiveSources(Memo):
             nvml.init()
         except NvmlUnavailable as exc:
             return None, str(exc)
-        busy = self._start_load if self.options.load_seconds else None
+        if self.options.load_seconds:
+            self._start_load(nvml, self.options.load_seconds)
         try:
             snapshot = collect_snapshot(
                 nvml,
                 self.options.sample_seconds,
                 self.options.sample_interval_s,
-                busy=busy,
                 on_window=self.window_started.set,
                 reads=tuple(self._declared_reads().values()),
             )
         except CannotStart as exc:  # every GPU check is UNKNOWN, naming it
             return None, f"the GPUs could not be sampled: {exc}"
+        if self._load is not None:  # what the window was sampled under, as it closes
+            self._load.mark(snapshot)
         return snapshot, None
 
-    def _start_load(self) -> dict[str, object]:
+    def _start_load(self, nvml: Nvml, seconds: float) -> None:
+        """--load: the declared workload that keeps the GPUs busy, at work before the window
+        opens (`probes.load`)."""
         from ..probes.load import start_load
 
-        self._load = start_load(float(self.options.load_seconds or 0.0))
-        return self._load.summary()
+        busy = self._declared_workload(lambda w: w.keeps_busy)
+        self._load = start_load(nvml, busy, seconds, os.environ)
+
+    def _declared_workload(self, wanted: Callable[[WorkloadSpec], bool]) -> WorkloadSpec | None:
+        """The first `wanted` workload of the run's checks, else of every installed check."""
+        for workload in self._workloads:
+            if wanted(workload):
+                return workload
+        return next(filter(wanted, self._installed_evidence().workloads), None)
 
     def _declared_commands(self) -> dict[str, CommandSpec]:
         if self._commands is None:
@@ -227,12 +243,18 @@ class LiveSources(Memo):
         if self.options.bandwidth_gpus == ():
             why = "not run: no GPU of its phase was left to load (each one's reason is its own)"
             return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=why)
+        workload = self._declared_workload(lambda w: w.record == BANDWIDTH_JSON)
+        if workload is None:
+            why = f"no installed check declares the workload that measures {BANDWIDTH_JSON}"
+            return Artifact(BANDWIDTH_JSON, None, BANDWIDTH_JSON, reason=why)
         self.gpu_snapshot()
         if self._load is not None:
             self._load.stop()
         from ..probes.bandwidth.probe import run_probe
 
-        return run_probe(self.options.bandwidth_s, self.options.bandwidth_gpus)
+        return run_probe(
+            workload.module, self.options.bandwidth_s, self.options.bandwidth_gpus, self.stopped
+        )
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -20,8 +20,10 @@ from typing import Any
 import fake_workloads
 import psutil
 import pytest
+from fake_workloads.behave import BEHAVIOUR_VARIABLE
 from sitscheck.accept import children
-from sitscheck.accept.children import STOP_GRACE_S, Child, Target, run_children
+from sitscheck.accept.children import STOP_GRACE_S, Background, Child, Target, run_children
+from sitscheck.threads import CannotStart
 
 MODULE = fake_workloads.MODULE
 FAR = 3600.0  # a deadline no test reaches by waiting
@@ -386,3 +388,81 @@ def test_a_stop_ends_every_child_within_the_grace(marks: Path) -> None:
     assert stopped_at and time.monotonic() - stopped_at[0] < STOP_GRACE_S + 1.5
     assert {c.status for c in done} == {"interrupted"}
     assert_nothing_left(done, marks)
+
+
+# ---- a workload kept at work while its caller samples (`run --load`) -------------------------
+
+
+def background(count: int, deadline: float = FAR, startup_s: float = 0.0) -> Background:
+    return Background(MODULE, targets(count), lambda t: ["soak", "--seconds", "600"],
+                      time.monotonic() + deadline, startup_s=startup_s)  # fmt: skip
+
+
+def beats(folder: Path, target: Target) -> int:
+    path = folder / f"{target.uuid}.soak.beats"
+    return int(path.read_text() or 0) if path.exists() else 0
+
+
+def test_a_background_workload_is_heard_while_its_caller_does_other_work(
+    marks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each child writes ~100 KiB every beat: unheard, it would block in its write after the
+    pipe's 64 KiB. Forty beats each (4 MB) come only if its output is read on the runner's own
+    thread while the caller waits; `end()` then finds them at their work: ok."""
+    from fakes.procs import wait_until
+
+    monkeypatch.setenv(BEHAVIOUR_VARIABLE, "work")
+    running = background(2)
+    running.start(ready_by=time.monotonic() + FAR)
+    assert [(s, e) for _, s, _, e in running.outcome()] == [("running", "fake")] * 2
+    wait_until(lambda: all(beats(marks, t) >= 40 for t in targets(2)), "forty beats each")
+    done = running.end()
+    assert [(c.status, c.reason) for c in done] == [("ok", None)] * 2
+    assert running.end() == done  # ending twice is ending once
+    assert_nothing_left(done, marks)
+
+
+def test_ending_a_background_workload_judges_what_each_child_was_doing(marks: Path) -> None:
+    """At work (even one ignoring SIGTERM: SIGKILL ends it) is ok; never ready is a failure,
+    named; each is reaped."""
+    from fakes.procs import wait_until
+
+    kinds = ("hang", "no-ready", "error")
+    running = Background(MODULE, targets(3), behaviours(*kinds), time.monotonic() + FAR)
+    running.start(ready_by=time.monotonic() + 1.0)  # the no-ready one is not waited for long
+    heard = {(0, "running", "fake"), (2, "failed", "fake")}
+    wait_until(lambda: heard <= {(t.index, s, e) for t, s, _, e in running.outcome()}, "them")
+    done = running.end()
+    assert [c.status for c in done] == ["ok", "failed", "failed"]
+    assert done[1].reason == "not ready when its work was ended, while starting"
+    assert done[2].reason == "cuInit failed (fake): CUDA_ERROR_NO_DEVICE"
+    assert_nothing_left(done, marks)
+
+
+def test_a_background_workload_is_ended_at_its_deadline_without_its_caller(marks: Path) -> None:
+    """Its caller may never call `end()` (a check abandoned at its deadline): the children
+    are killed and reaped at the workload's own deadline all the same, named hung."""
+    from fakes.procs import wait_until
+
+    running = Background(MODULE, targets(2), behaviours("hang", "hang"), time.monotonic() + 2.0)
+    running.start(ready_by=time.monotonic() + 2.0)
+    wait_until(lambda: all(s != "running" for _, s, _, _ in running.outcome()), "the deadline")
+    done = running.children
+    assert [c.status for c in done] == ["hung", "hung"]
+    assert all(c.reason and c.reason.endswith("; killed") for c in done)
+    assert_nothing_left(done, marks)
+
+
+def test_a_background_workload_without_its_thread_ends_its_children_at_once(
+    marks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Children nobody would hear (the system refused the thread) must not outlive the call."""
+
+    def refuse(*args: object, name: str, **kwargs: object) -> None:
+        raise CannotStart(f"could not start a thread ({name}): can't start new thread")
+
+    monkeypatch.setattr(children, "start_daemon", refuse)
+    running = background(2, startup_s=0.0)
+    with pytest.raises(CannotStart, match="workload"):
+        running.start(ready_by=time.monotonic() + FAR)
+    assert_nothing_left(running.children, marks)

@@ -29,6 +29,7 @@ from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 
 NO_CUDA = ctypes.util.find_library("cuda") is None
+PROBE = BandwidthCheck.workload.module  # the bandwidth check's declared workload
 
 
 def link(bus: str, role: str, width: int, gen: int) -> PortLink:
@@ -178,7 +179,7 @@ def test_the_probe_sees_only_the_gpus_it_is_given(
     record = json.loads(artifact.text)
     assert record["cuda_visible_devices"] == "GPU-2b73ad72-0000,GPU-83543b48-0002"
     sources.close()
-    every = json.loads(run_probe(5.0).text or "{}")
+    every = json.loads(run_probe(PROBE, 5.0).text or "{}")
     assert every["cuda_visible_devices"] is None
 
 
@@ -205,7 +206,7 @@ def test_no_gpu_left_to_load_starts_no_probe(
 def test_without_a_gpu_the_probe_records_why_and_the_bundle_replays_unknown(
     tmp_path: Path,
 ) -> None:
-    artifact = run_probe(5.0)
+    artifact = run_probe(PROBE, 5.0)
     assert artifact.text is not None and is_record(artifact.text)
     assert "libcuda" in " ".join(json.loads(artifact.text)["errors"])
     sources = _live(tmp_path, 5.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -45,3 +46,12 @@ def kill_by_pid(pids: list[int]) -> None:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def wait_until(condition: Callable[[], object], what: str, within_s: float = 60.0) -> None:
+    """Until `condition()` holds; a test fails naming `what` if it has not within `within_s`
+    (a bound that only ends a wait for what never comes, on a loaded machine too)."""
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.02)

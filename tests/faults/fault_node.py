@@ -40,6 +40,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from fakes.commands import HANG, write_command  # noqa: E402
+from fakes.procs import wait_until  # noqa: E402
 
 BUNDLE = TESTS / "bundles" / "h200x2-idle-v0"
 FAKE_NODE_SPEC = "SITSCHECK_FAKE_NODE"
@@ -84,6 +85,9 @@ class NodeSpec:
     progress: str = ""  # a file each check's name is appended to when its collect returns
     # (and RULES_LOADED once the rules are compiled)
     hold_rules: str = ""  # before the rules run: touch HOLD.reached, wait for HOLD.go
+    # phase -> module: the declared workload of that phase runs this module instead (a
+    # stand-in such as tests/accept/fake_workloads, for `run --load` and `--bandwidth`)
+    workload_modules: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -217,6 +221,10 @@ def install(spec: NodeSpec, patch: Patch) -> Any:
             node_options = structs.replace(
                 options, driver_markers=(spec.marker,), sys_root=spec.sys_root
             )
+            declared["workloads"] = [
+                structs.replace(w, module=spec.workload_modules.get(w.phase, w.module))
+                for w in declared.get("workloads", ())
+            ]
             super().__init__(node_options, CommandRunner(path=spec.bin), **declared)
 
     patch(live, "LiveSources", NodeSources)  # what `app.live_sources` builds
@@ -268,10 +276,7 @@ def run_live(spec: NodeSpec, patch: Patch, **overrides: Any) -> tuple[Any, float
 
 
 def wait_for(condition: Callable[[], object], within_s: float, what: str) -> None:
-    deadline = time.monotonic() + within_s
-    while not condition():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.02)
+    wait_until(condition, what, within_s)
 
 
 @dataclass
@@ -290,10 +295,14 @@ def signal_when_ready(
     signum: int,
     what: str,
     then: Callable[[], object] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Signalled:
-    """Start `argv`, wait (up to 30 s) until `ready(process)`, send `signum`, run `then`, and
-    wait (up to 15 s) for the process to end; it is killed if it does not."""
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """Start `argv` (with `env`, else this process's environment), wait (up to 30 s) until
+    `ready(process)`, send `signum`, run `then`, and wait (up to 15 s) for the process to end;
+    it is killed if it does not."""
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         wait_for(lambda: ready(process), 30.0, what)
         process.send_signal(signum)

@@ -9,6 +9,7 @@ launcher); the others drive `Interrupt` in this process with stand-ins for kill 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -160,6 +161,38 @@ def test_a_signal_after_every_check_finished_gives_a_report_that_agrees_with_exi
     assert report.headline.startswith("UNKNOWN — ") and "interrupted by SIGTERM" in report.headline
     for check in report.checks:  # every check had finished: each keeps its result
         assert outline(check) == outline(result(baseline, check.name)), check
+
+
+@pytest.mark.parametrize("name", sorted(SIGNALS))
+def test_a_signal_during_run_load_ends_the_load_workloads_children(
+    name: str, node: NodeSpec, tmp_path: Path
+) -> None:
+    """`run --load`: a signal while the GPUs are loaded (the soak's declared workload, here the
+    stand-in of tests/accept, at work on each GPU of the node) ends the run with its report,
+    exit 3, and every child of the load with it (it runs in its own session: the signal's
+    kill reaches it all the same)."""
+    accept_tests = str(Path(__file__).resolve().parent.parent / "accept")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    node.workload_modules = {"soak": "fake_workloads.behave"}
+    target = tmp_path / "report.json"
+    argv = [sys.executable, str(LAUNCHER), str(node.write()), "run", "--load"]
+    argv += ["--sample-seconds", "60", "-o", f"json={target}"]
+    path = os.pathsep.join(filter(None, (accept_tests, os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path, "SITSCHECK_FAKE_MARKS": str(marks),
+           "SITSCHECK_FAKE_BEHAVIOUR": "work"}  # fmt: skip
+
+    def loaded(_: object) -> bool:  # each GPU's child at its work (its first beat written)
+        return len(list(marks.glob("*.soak.beats"))) == 2
+
+    ended = signal_when_ready(argv, loaded, SIGNALS[name], "the load on both GPUs", env=env)
+
+    assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
+    children = [int(w) for f in marks.glob("*.soak.pids") for w in f.read_text().split()]
+    assert len(children) == 2
+    assert still_running(children, within_s=5.0) == [], "a load child outlived the run"
+    report = Report.model_validate(json.loads(target.read_text()))
+    assert f"interrupted by {name}" in report.headline
 
 
 # ---- Interrupt in this process ---------------------------------------------------------------

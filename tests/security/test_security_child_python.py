@@ -63,14 +63,25 @@ def test_the_pre_filter_worker_runs_nothing_planted(
     assert lines == [XID] and worker.lines == 3  # the worker itself ran
 
 
-def test_the_load_probe_runs_nothing_planted(planted: Callable[[], list[str]]) -> None:
+def test_the_load_workload_runs_nothing_planted(planted: Callable[[], list[str]]) -> None:
+    """`--load`'s children: the soak's declared workload, one per GPU of the recorded node."""
+    from fakes.fake_pynvml import FakePynvml, load_recording
+    from sitscheck.checks.soak.check import SoakCheck
     from sitscheck.probes.load import start_load
+    from sitscheck.sources.nvml import Nvml
 
-    handle = start_load(0.1, warmup_s=0.0)
-    handle.stop()
+    recording = Path(__file__).resolve().parent.parent / "bundles" / "h200x2-idle-v0"
+    nvml = Nvml(FakePynvml(load_recording(recording / "nvml.json")))
+    nvml.init()
+    load = start_load(nvml, SoakCheck.workload, 0.1, {}, warmup_s=0.0)
+    snapshot: dict[str, object] = {"gpus": []}
+    load.mark(snapshot)
+    load.stop()
     assert planted() == []
-    # the probe itself ran: it found a load engine, or said why there is none
-    assert handle.engine != "none" or any("CUDA" in error for error in handle.errors), handle
+    # the workload itself ran: it is at work, or said why it cannot be (no CUDA here)
+    states = snapshot["load"]["gpus"]  # type: ignore[index]
+    assert [g["state"] for g in states] in (["running"] * 2, ["failed"] * 2), states
+    assert all(g["reason"] is None or "cuda" in g["reason"].lower() for g in states), states
 
 
 def test_the_bandwidth_probe_runs_nothing_planted(

@@ -1,5 +1,11 @@
-"""`python -m sitscheck.probes.bandwidth [--deadline-s S] [--mib N] [--samples N]`: measure, print
-one JSON record on stdout.
+"""`python -m sitscheck.probes.bandwidth [bandwidth] [--seconds S] [--mib N] [--samples N]`:
+measure, print one JSON record on stdout.
+
+It is the bandwidth check's workload (`WorkloadSpec`), run as every workload is
+(`accept.children`: `bandwidth --seconds S --engine E`; `--deadline-s` is the older name of
+`--seconds`, and the copies are the driver API's whatever the engine). Its one line is its
+result in the workload protocol (`sitscheck.probes.accept.child`): the record with
+`"event": "result"` first, which the parent takes off (the record a bundle keeps is as before).
 
 The process is disposable: SIGTERM stops the measuring between two samples, releases what was
 allocated and prints what was measured (exit 143); an alarm set past the deadline ends a
@@ -26,7 +32,9 @@ EXIT_SIGTERM = 128 + signal.SIGTERM
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m sitscheck.probes.bandwidth")
-    parser.add_argument("--deadline-s", type=float, default=10.0)
+    parser.add_argument("phase", nargs="?", choices=("bandwidth",), default="bandwidth")
+    parser.add_argument("--seconds", "--deadline-s", dest="deadline_s", type=float, default=10.0)
+    parser.add_argument("--engine", default="auto", help="ignored: the copies are PTX's")
     parser.add_argument("--mib", type=int, default=256, help="bytes per copy, MiB")
     parser.add_argument("--samples", type=int, default=5)
     args = parser.parse_args(argv)
@@ -48,7 +56,7 @@ def main(argv: list[str]) -> int:
     except (CudaError, OSError, RuntimeError) as exc:
         record["errors"].append(str(exc))
     record["elapsed_s"] = round(time.monotonic() - began, 3)
-    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.write(json.dumps({"event": "result", **record}) + "\n")
     sys.stdout.flush()
     os._exit(code)  # no interpreter teardown: worker threads and the driver need no goodbye
 

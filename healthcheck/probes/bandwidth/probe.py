@@ -1,16 +1,22 @@
-"""Start the bandwidth probe from sitscheck: a child process under a deadline, its record back.
+"""Run the bandwidth check's workload from sitscheck: one child under a deadline, its record back.
 
-The child (`sitscheck.probes.bandwidth` in an isolated interpreter, `child_python`) leads its
-own process group (run as a command is), so a CUDA call that hangs costs its timeout and
-nothing more: the group is killed, and the driver releases a killed process's memory. The
-record it prints is the `bandwidth.json` artifact a bundle keeps and a replay reads.
+The workload (the module the bandwidth check declares, `sitscheck.probes.bandwidth`) is run as
+every declared workload is (`accept.children.run_children`: an isolated interpreter leading
+its own process group, heard until its result or the deadline, then ended and reaped), so a
+CUDA call that hangs costs its deadline and nothing more: the group is killed, and the driver
+releases a killed process's memory. One child measures every GPU it sees (the peer copies need
+them together). The record it prints is the `bandwidth.json` artifact a bundle keeps and a
+replay reads; `run --bandwidth` and accept's bandwidth phase both come here
+(`LiveSources.artifact`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
+from ...accept.children import INHERITED, Target, run_children, workload_args
 from ...sources import child_python
 from ...sources.base import Artifact
 from . import BANDWIDTH_JSON, FORMAT
@@ -21,23 +27,35 @@ GRACE_S = 4.0
 # The probe's own deadline: it needs about 1 s per GPU (issue 22: under 10 s for 8 GPUs); a
 # check deadline shorter than twice this gives it half of that deadline.
 BUDGET_S = 12.0
-_MODULE = "sitscheck.probes.bandwidth"
+PHASE = "bandwidth"
+ENGINE = "ptx"  # the copies are the driver API's and a PTX kernel's, whatever the run's engine
 
 
 def budget_s(check_timeout_s: float) -> float:
     return min(BUDGET_S, max(check_timeout_s / 2.0, 2.0))
 
 
-def run_probe(budget: float, gpus: Sequence[str] | None = None) -> Artifact:
-    """The probe's record, measured within `budget` on `gpus` (UUIDs: the child's
-    CUDA_VISIBLE_DEVICES, so it sees and loads those alone; None: every GPU)."""
-    env = None if gpus is None else {"CUDA_VISIBLE_DEVICES": ",".join(gpus)}
-    result = child_python.run(_MODULE, ("--deadline-s", f"{budget:g}"), budget + GRACE_S, env=env)
-    text = result.stdout.strip()
-    if is_record(text):
-        return Artifact(BANDWIDTH_JSON, text + "\n", result.display)
-    reason = result.failure_reason() or f"`{result.display}` printed no bandwidth record"
-    return Artifact(BANDWIDTH_JSON, None, result.display, reason=reason)
+def run_probe(
+    module: str,
+    budget: float,
+    gpus: Sequence[str] | None = None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Artifact:
+    """The record of the bandwidth workload `module`, measured within `budget` on `gpus`
+    (UUIDs: the child's CUDA_VISIBLE_DEVICES, so it sees and loads those alone; None: the GPUs
+    of sitscheck's own environment). `stop()` true (a signal) ends it at once."""
+    args = workload_args(PHASE, budget, ENGINE)
+    display = " ".join(child_python.argv(module, *args))
+    visible = INHERITED if gpus is None else ",".join(gpus)
+    target = Target(index=0, uuid=visible, pci_bus_id=None, name=None)  # one child, every GPU
+    (child,) = run_children(
+        module, [target], lambda _: args, time.monotonic() + budget + GRACE_S, stop,
+        visible=visible,
+    )  # fmt: skip
+    if child.status == "ok" and child.result is not None and child.result.get("format") == FORMAT:
+        return Artifact(BANDWIDTH_JSON, json.dumps(child.result) + "\n", display)
+    reason = child.reason or "it printed no bandwidth record"
+    return Artifact(BANDWIDTH_JSON, None, display, reason=f"`{display}`: {reason}")
 
 
 def is_record(text: str) -> bool:

@@ -6,7 +6,9 @@ without a GPU.
                                     [--inject BEHAVIOUR | --inject PHASE-BEHAVIOUR]
 
 BEHAVIOUR (default `ok`) is one of `BEHAVIOURS`. The parent picks it per GPU with
-`--inject FAULT:GPU` (FAULT `memtest-hang` reaches the memtest child as `--inject memtest-hang`).
+`--inject FAULT:GPU` (FAULT `memtest-hang` reaches the memtest child as `--inject memtest-hang`);
+where the parent passes no `--inject` (`run --load`, `run --bandwidth`), SITSCHECK_FAKE_BEHAVIOUR
+picks it: a behaviour for every child, or `UUID=BEHAVIOUR,...` per GPU (`ok` for the others).
 
 With SITSCHECK_FAKE_MARKS=DIR in the environment (SITSCHECK_* variables reach a child), the
 child writes DIR/<uuid>.<phase>.pids (its pid, then any grandchild's) before it says anything,
@@ -37,7 +39,10 @@ BEHAVIOURS = (
     "grandchild-holds-pipe",  # a grandchild keeps stdout open; the child prints its result, exits
     "garbage",  # every malformed line there is, then the result
     "huge-line",  # a 3 MiB line, then the result
+    "work",  # ready, doing, then ~1 MiB/s of soak times until --seconds or SIGTERM, the result
+    "bandwidth",  # the bandwidth probe's one line: its record (format sitscheck-bandwidth)
 )
+BEHAVIOUR_VARIABLE = "SITSCHECK_FAKE_BEHAVIOUR"
 
 
 def main(argv: list[str]) -> int:
@@ -46,10 +51,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--engine", default="auto")
     parser.add_argument("--expect-digest", default=None)
-    parser.add_argument("--inject", default="ok")
+    parser.add_argument("--inject", default=None)
     args = parser.parse_args(argv)
-    behaviour = args.inject.removeprefix(f"{args.phase}-")
     uuid = os.environ.get("CUDA_VISIBLE_DEVICES", "none")
+    behaviour = (args.inject or _behaviour(uuid)).removeprefix(f"{args.phase}-")
     marks = os.environ.get("SITSCHECK_FAKE_MARKS")  # fake_workloads.MARKS_VARIABLE
     pids = [os.getpid()]
     if behaviour in ("hang", "grandchild-holds-pipe"):
@@ -59,7 +64,12 @@ def main(argv: list[str]) -> int:
             signal.signal(sig, signal.SIG_IGN)
     mark = f"{marks}/{uuid}.{args.phase}" if marks else None
     if mark is not None:
+        Path(f"{mark}.args").write_text(json.dumps(argv), encoding="utf-8")
         Path(f"{mark}.pids").write_text(" ".join(map(str, pids)), encoding="ascii")
+    if behaviour == "bandwidth":
+        _send("result", format="sitscheck-bandwidth", version=1, gpus=[], errors=[],
+              cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"))  # fmt: skip
+        return 0
     if behaviour == "no-ready":
         _forever()
     result = {
@@ -81,7 +91,37 @@ def main(argv: list[str]) -> int:
     _send("doing", what=f"{args.phase}: fake work on {uuid}")
     if mark is not None:
         Path(f"{mark}.doing").write_text("", encoding="ascii")
+    if behaviour == "work":
+        return _work(args.seconds, result, mark)
     return _act(behaviour, result)
+
+
+def _behaviour(uuid: str) -> str:
+    given = os.environ.get(BEHAVIOUR_VARIABLE, "ok")
+    if "=" not in given:
+        return given
+    chosen = dict(pair.split("=", 1) for pair in given.split(","))
+    return chosen.get(uuid, "ok")
+
+
+def _work(seconds: float, result: dict[str, object], mark: str | None) -> int:
+    """At work until `seconds` pass or a signal: every 0.1 s a `times` line and ~100 KiB of a
+    line the parent ignores (a parent that stops reading would leave it blocked in its write),
+    and a beat counted in MARK.beats after them; then the result, saying what ended it."""
+    stopped: list[str] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _: stopped.append(signal.Signals(signum).name))
+    began = time.monotonic()
+    beats = 0
+    while not stopped and time.monotonic() - began < seconds:
+        _send("times", t=round(time.monotonic() - began, 3), ms=[1.5])
+        _send("padding", text="x" * 100_000)
+        beats += 1
+        if mark is not None:
+            Path(f"{mark}.beats").write_text(str(beats), encoding="ascii")
+        time.sleep(0.1)
+    _send("result", **result, beats=beats, stopped_by=stopped[0] if stopped else None)
+    return 0
 
 
 def _act(behaviour: str, result: dict[str, object]) -> int:
