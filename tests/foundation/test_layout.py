@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -26,7 +28,13 @@ def _tool() -> ModuleType:
 TOOL = _tool()
 MODULES: dict[str, Path] = TOOL.modules(ROOT)
 CORE = {name for name, path in MODULES.items() if path.is_relative_to(ROOT / "healthcheck")}
-GRAPH: dict[str, set[str]] = TOOL.graph(ROOT)
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """Read when the tests run, not at collection (every worker collects every file)."""
+    edges: dict[str, set[str]] = TOOL.graph(ROOT)
+    return edges
 
 
 def test_no_module_of_the_core_imports_a_check() -> None:
@@ -43,18 +51,18 @@ def test_no_module_of_the_core_imports_a_check() -> None:
         assert lazy.search(MODULES[name].read_text(encoding="utf-8")) is None, name
 
 
-def test_no_circular_import_between_modules_of_the_core() -> None:
-    assert TOOL.cycles({name: GRAPH[name] & CORE for name in CORE}) == []
+def test_no_circular_import_between_modules_of_the_core(graph: dict[str, set[str]]) -> None:
+    assert TOOL.cycles({name: graph[name] & CORE for name in CORE}) == []
 
 
 def test_every_module_has_a_layer() -> None:
     assert TOOL.unplaced(MODULES) == []
 
 
-def test_the_probe_finds_a_circle_where_there_is_one() -> None:
+def test_the_probe_finds_a_circle_where_there_is_one(graph: dict[str, set[str]]) -> None:
     """Control: the graph has edges (the scan reads imports at all), and a circle of three
     modules is one component; a package with its own modules is none."""
-    assert "sitscheck.contract.declarations" in GRAPH["sitscheck.contract.check"]
+    assert "sitscheck.contract.declarations" in graph["sitscheck.contract.check"]
     circle = {"sitscheck.a": {"sitscheck.b"}, "sitscheck.b": {"sitscheck.c"}}
     circle["sitscheck.c"] = {"sitscheck.a", "sitscheck.d"}
     assert TOOL.cycles(circle) == [["sitscheck.a", "sitscheck.b", "sitscheck.c"]]
