@@ -53,20 +53,21 @@ class Side:
     def measure(self, *args: str) -> Sample:
         return run(self.argv(*args), self.env(), self.folder)
 
-    def origin(self) -> str:
-        """Where its sitscheck is imported from, and that checkout's commit."""
-        code = "import sitscheck, os; print(os.path.dirname(sitscheck.__file__))"
-        found = subprocess.run(
-            [self.python, "-c", code], capture_output=True, text=True, check=False, cwd=self.folder
-        )
-        where = found.stdout.strip() or f"(no sitscheck: {found.stderr.strip()[-200:]})"
-        commit = subprocess.run(
-            ["git", "-C", where, "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        return f"{where} ({commit or 'not a git checkout'})"
+
+def origin(python: str) -> str:
+    """Where an interpreter imports sitscheck from, and that checkout's commit."""
+    code = "import sitscheck, os; print(os.path.dirname(sitscheck.__file__))"
+    found = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=False, cwd="/"
+    )
+    where = found.stdout.strip() or f"(no sitscheck: {found.stderr.strip()[-200:]})"
+    commit = subprocess.run(
+        ["git", "-C", where, "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return f"{where} ({commit or 'not a git checkout'})"
 
 
 @dataclass(frozen=True)
@@ -187,15 +188,24 @@ def main(argv: list[str]) -> int:
     wanted = [name for name in args.only.split(",") if name]
     if unknown := sorted(set(wanted) - set(ROWS)):
         parser.error(f"--only: no row {', '.join(unknown)} (rows: {', '.join(ROWS)})")
+    origins = {"reference": origin(args.reference_python), "this tree": origin(sys.executable)}
+    if origins["reference"] == origins["this tree"]:
+        parser.error(f"the reference is this tree ({origins['reference']}): nothing to compare")
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="sitscheck-bench-"))
+    try:
+        return run_rows(args, wanted, scratch, origins)
+    finally:
+        if args.scratch is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_rows(
+    args: argparse.Namespace, wanted: list[str], scratch: Path, origins: dict[str, str]
+) -> int:
     ref = Side("reference", args.reference_python, scratch / "reference")
     this = Side("this tree", sys.executable, scratch / "this")
     for side in (ref, this):
         side.folder.mkdir(parents=True, exist_ok=True)
-    origins = {side.label: side.origin() for side in (ref, this)}
-    if origins[ref.label] == origins[this.label]:
-        parser.error(f"the reference is this tree ({origins[ref.label]}): nothing to compare")
-    for side in (ref, this):
         print(f"{side.label}: {side.python}: sitscheck from {origins[side.label]}")
         side.measure("checks")  # the bytecode, written once
         side.measure("run", "--from", str(EXAMPLE), "-o", "json=/dev/null")
@@ -210,8 +220,6 @@ def main(argv: list[str]) -> int:
             print(show(row), flush=True)
             rows.append(row)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
-    if args.scratch is None:
-        shutil.rmtree(scratch, ignore_errors=True)
     return 0 if all(row.ok for row in rows) else 1
 
 
