@@ -1,365 +1,227 @@
-"""`python -m benchmarks`: every benchmark against a reference measured in the same run.
+"""`python -m benchmarks --reference-python PY`: this tree's whole runs against a reference's.
 
-Each row names its measure, its reference (taken in the same run), its target and the peak
-RSS of what it measured. Nothing tracked is written: the import-time profile goes to the
-scratch folder (its path is printed).
+The reference is another checkout's interpreter: a venv in which `python -m sitscheck` runs
+that checkout (issue 31 measures against main at 64d3a49). Each row runs the same command
+line with both interpreters, alternated (reference, this tree, reference, ...), `--repeat`
+times each (default 5), and keeps the fastest run of each: the machines are shared and noisy,
+and a ratio taken in the same minute holds where absolute times do not.
 
-Environment: BENCH_LOG_MB (the few-matches kernel log, default 1024), BENCH_STORM_MB (the
-AER storm, default 256), BENCH_RU_MB (the Russian journal, default 512), BENCH_GPUS (the
-large node of the rules row, default 256), BENCH_REPEAT (best of N, default 3), BENCH_DIR
-(scratch folder, default a temp dir, removed after), BENCH_ONLY (comma-separated groups:
-startup, replay, whole, kernlog, russian, storm, rules, live; default all).
+Each interpreter runs from a folder of its own under the scratch folder (its reports land
+there) and keeps its bytecode there (PYTHONPYCACHEPREFIX, written by one warm-up run before
+anything is measured): the runs are byte-compiled as an install leaves them, and nothing is
+written into either checkout.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .measure import Sample, best_of
-from .synth import AER_REPORT, journal_ru, kernel_log, large_node_bundle, many_rules, storm_log
+from .measure import Sample, run
+from .synth import kernel_log, storm_log
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = ROOT / "tests" / "bundles" / "h200x2-idle-v0"
 EXAMPLE = ROOT / "examples" / "h200x2-idle"
-PY = sys.executable
-RSS_MB = 80.0  # every row's peak RSS target but the storm's
-STORM_RSS_MB = 100.0
-GREP = ["grep", "-cE", "AER|Xid|SXid"]
-SCAN_CODE = (
-    "import sys; from pathlib import Path; "
-    "from sitscheck.contract.registry import discover; "
-    "from sitscheck.kernlog.scan import declared_interests, scan_file; "
-    "scan_file(Path(sys.argv[1]), declared_interests(discover()))"
-)
+GENEROUS = ("--run-timeout", "600", "--timeout", "600")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One interpreter: the reference's or this tree's."""
+
+    label: str
+    python: str
+    folder: Path  # its working folder: its reports and its bytecode
+
+    def argv(self, *args: str) -> list[str]:
+        return [self.python, "-m", "sitscheck", *args]
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(self.folder / "pycache")
+        return env
+
+    def measure(self, *args: str) -> Sample:
+        return run(self.argv(*args), self.env(), self.folder)
+
+
+def origin(python: str) -> str:
+    """Where an interpreter imports sitscheck from, and that checkout's commit."""
+    code = "import sitscheck, os; print(os.path.dirname(sitscheck.__file__))"
+    found = subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=False, cwd="/"
+    )
+    where = found.stdout.strip() or f"(no sitscheck: {found.stderr.strip()[-200:]})"
+    commit = subprocess.run(
+        ["git", "-C", where, "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return f"{where} ({commit or 'not a git checkout'})"
 
 
 @dataclass(frozen=True)
 class Row:
     name: str
-    measured: str
-    reference: str
+    ref: Sample
+    this: Sample
     target: str
     ok: bool
+    note: str = ""
 
 
-def sitscheck(*args: str) -> list[str]:
-    return [PY, "-m", "sitscheck", *args]
+@dataclass(frozen=True)
+class Bench:
+    ref: Side
+    this: Side
+    repeat: int
+    scratch: Path
+    log_mb: int
+    storm_mb: int
+
+    def pair(self, *args: str) -> tuple[Sample, Sample]:
+        """Both interpreters `repeat` times, alternated; the fastest run of each."""
+        refs, ours = [], []
+        for _ in range(self.repeat):
+            refs.append(self.ref.measure(*args))
+            ours.append(self.this.measure(*args))
+        return min(refs, key=lambda s: s.wall_s), min(ours, key=lambda s: s.wall_s)
 
 
-def rss(sample: Sample, limit: float = RSS_MB) -> str:
-    return f"peak RSS {sample.max_rss_mb:.0f} MB{'' if sample.max_rss_mb <= limit else ' (over)'}"
+def same_exit(ref: Sample, this: Sample) -> bool:
+    """A run that fails early is fast: a row holds only when both ended alike."""
+    return ref.returncode == this.returncode and this.returncode in (0, 1, 2)
 
 
-def bench_startup(repeat: int, scratch: Path) -> list[Row]:
-    bare = best_of([PY, "-c", "pass"], repeat)
+def start_up(b: Bench) -> list[Row]:
+    """`--version` and `checks`: what every run pays before it reads anything."""
     rows = []
     for args in (("--version",), ("checks",)):
-        sample = best_of(sitscheck(*args), repeat)
-        limit = 1.5 * bare.wall_s + 0.1
-        rows.append(
-            Row(
-                f"start-up: sitscheck {' '.join(args)}",
-                f"{sample.wall_s * 1000:.0f} ms, {rss(sample)}",
-                f"python -c pass {bare.wall_s * 1000:.0f} ms",
-                f"<= 1.5x + 100 ms = {limit * 1000:.0f} ms",
-                sample.wall_s <= limit and sample.max_rss_mb <= RSS_MB,
-            )
-        )
-    profile = subprocess.run(  # the slower of the two: every import of --version and more
-        [PY, "-X", "importtime", "-m", "sitscheck", "checks"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stderr
-    (scratch / "importtime.txt").write_text(profile)
+        r, t = b.pair(*args)
+        ok = t.wall_s <= 1.3 * r.wall_s and same_exit(r, t)
+        rows.append(Row(f"start-up: sitscheck {args[0]}", r, t, "<= 1.3x reference", ok))
     return rows
 
 
-def bench_whole_run(scratch: Path, repeat: int) -> tuple[list[Row], Sample]:
-    bundle = scratch / "node8"
-    large_node_bundle(BUNDLE, bundle, gpus=8, log_lines=200_000)
-    bare = best_of([PY, "-c", "pass"], repeat)
-    sample = best_of(sitscheck("run", "--from", str(bundle), "--output", "json=/dev/null"), repeat)
-    return [
-        Row(
-            "whole run: 8-GPU bundle, 1 h busy kernel log (200k lines)",
-            f"{sample.wall_s:.2f} s, exit {sample.returncode}",
-            f"python -c pass {bare.wall_s * 1000:.0f} ms "
-            f"(ratio {sample.wall_s / bare.wall_s:.1f}x)",
-            "< 2 s (no sampling window in a replay)",
-            sample.wall_s < 2.0,
-        ),
-        Row(
-            "footprint: peak RSS of that run",
-            f"{sample.max_rss_mb:.1f} MB",
-            f"python -c pass {bare.max_rss_mb:.1f} MB",
-            "<= 80 MB",
-            sample.max_rss_mb <= 80.0,
-        ),
-    ], sample
-
-
-def bench_daemon_cpu(run_sample: Sample) -> Row:
-    cpu_per_hour = run_sample.cpu_s * 12  # a run every 5 minutes
-    millicores = cpu_per_hour / 3600 * 1000
-    return Row(
-        "daemon CPU at a 5-minute interval",
-        f"{millicores:.2f} millicores ({run_sample.cpu_s:.2f} CPU-s a run)",
-        "GPUd published steady ~20 millicores",
-        "below GPUd",
-        millicores < 20.0,
-    )
-
-
-def bench_kernel_log(scratch: Path, size_mb: int, repeat: int) -> list[Row]:
-    log = scratch / "kern.log"
-    kernel_log(log, size_mb, matches=500)
-    grep = best_of([*GREP, str(log)], repeat)
-    scan = best_of([PY, "-c", SCAN_CODE, str(log)], repeat)
-    rows = [
-        Row(
-            f"kernel log: {size_mb} MB, few matches",
-            f"{scan.wall_s:.2f} s, {rss(scan)}",
-            f"grep -E 'AER|Xid|SXid' {grep.wall_s:.2f} s (ratio {scan.wall_s / grep.wall_s:.2f}x)",
-            "<= 3x grep, bounded memory",
-            scan.wall_s <= 3 * grep.wall_s and scan.max_rss_mb <= RSS_MB,
-        )
-    ]
-    dense = scratch / "aer.log"
-    lines = 100_000
-    with dense.open("w") as out:
-        for n in range(lines // len(AER_REPORT)):
-            for row in AER_REPORT:
-                out.write(row.format(t=n * 0.001, b=0x16, d=0x19) + "\n")
-    sample = best_of([PY, "-c", SCAN_CODE, str(dense)], repeat)
-    bare = best_of([PY, "-c", "pass"], repeat)
-    rate = lines / max(sample.wall_s - bare.wall_s, 1e-6)
-    rows.append(
-        Row(
-            "kernel log: 100k AER lines",
-            f"{rate / 1000:.0f}k lines/s, {rss(sample)}",
-            f"python start-up {bare.wall_s * 1000:.0f} ms subtracted",
-            ">= 300k lines/s",
-            rate >= 300_000 and sample.max_rss_mb <= RSS_MB,
-        )
-    )
-    return rows
-
-
-def bench_journal_ru(scratch: Path, size_mb: int, repeat: int) -> Row:
-    log = scratch / "journal-ru.log"
-    journal_ru(log, size_mb, matches=500)
-    grep = best_of([*GREP, str(log)], repeat)
-    scan = best_of([PY, "-c", SCAN_CODE, str(log)], repeat)
-    return Row(
-        f"kernel log: {size_mb} MB journalctl in Russian (mostly non-ASCII)",
-        f"{scan.wall_s:.2f} s, {rss(scan)}",
-        f"grep -E 'AER|Xid|SXid' {grep.wall_s:.2f} s (ratio {scan.wall_s / grep.wall_s:.2f}x)",
-        "<= 3x grep",
-        scan.wall_s <= 3 * grep.wall_s and scan.max_rss_mb <= RSS_MB,
-    )
-
-
-def bench_storm(scratch: Path, size_mb: int, repeat: int) -> Row:
-    """A whole replay of a node whose kernel log is an AER storm, with its JSON report."""
-    bundle = scratch / "storm"
-    if bundle.exists():
-        shutil.rmtree(bundle)
-    shutil.copytree(BUNDLE, bundle)
-    reports = storm_log(bundle / "dmesg.txt", size_mb)
-    grep = best_of([*GREP, str(bundle / "dmesg.txt")], repeat)
-    report = scratch / "storm.json"
-    argv = sitscheck("run", "--from", str(bundle), "--output", f"json={report}")
-    run = best_of([*argv, "--run-timeout", "600", "--timeout", "600"], repeat)
-    size = report.stat().st_size / 1e6 if report.exists() else float("nan")
-    ratio = run.wall_s / grep.wall_s
-    return Row(
-        f"kernel log: {size_mb} MB AER storm (a report every 20 lines, {reports} reports), "
-        "whole replay",
-        f"{run.wall_s:.2f} s, {rss(run, STORM_RSS_MB)}, report {size:.2f} MB",
-        f"grep -E 'AER|Xid|SXid' {grep.wall_s:.2f} s (ratio {ratio:.1f}x)",
-        "<= 12x grep, <= 100 MB RSS, report <= 5 MB",
-        ratio <= 12 and run.max_rss_mb <= STORM_RSS_MB and size <= 5,
-    )
-
-
-def bench_replay_example(repeat: int) -> list[Row]:
+def replay_example(b: Bench) -> list[Row]:
     """The example replayed: every run reads and compiles its rules (nothing is kept between
     runs), so this is a timer's run and the first run after an install alike."""
-    argv = sitscheck("run", "--from", str(EXAMPLE), "--output", "json=/dev/null")
-    bare = best_of([PY, "-c", "pass"], repeat)
-    sample = best_of(argv, repeat)
-    return [
-        Row(
-            "replay: examples/h200x2-idle",
-            f"{sample.wall_s:.2f} s, exit {sample.returncode}, {rss(sample)}",
-            f"python -c pass {bare.wall_s * 1000:.0f} ms",
-            "<= 0.9 s",
-            sample.wall_s <= 0.9 and sample.max_rss_mb <= RSS_MB,
-        ),
-    ]
+    r, t = b.pair("run", "--from", str(EXAMPLE), "-o", "json=/dev/null")
+    ok = t.wall_s <= 0.9 and t.max_rss_mb <= 80 and same_exit(r, t)
+    return [Row("replay: examples/h200x2-idle", r, t, "<= 0.9 s, <= 80 MB", ok)]
 
 
-def bench_rules(scratch: Path, gpus: int) -> list[Row]:
-    """The rules over a grown node, and over a quarter of it: the ratio shows the growth."""
-    figures = {}
-    for count in (gpus // 4, gpus):
-        bundle = scratch / f"node{count}"
-        large_node_bundle(BUNDLE, bundle, gpus=count, log_lines=20_000)
-        done = subprocess.run(
-            [PY, "-m", "benchmarks.rules_bench", str(bundle)],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=ROOT,
-        )
-        figures[count] = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout else {}
-    small, large = figures[gpus // 4], figures[gpus]
-    growth = large.get("cpu_s", float("nan")) / max(small.get("cpu_s", 0.0), 1e-6)
-    unknown = ", ".join(large.get("unknown") or []) or "none"
-    return [
-        Row(
-            f"rules over a {gpus}-GPU bundle ({large.get('engine')})",
-            f"{large.get('wall_s')} s wall, {large.get('cpu_s')} CPU-s; UNKNOWN: {unknown}",
-            f"{gpus // 4} GPUs {small.get('cpu_s')} CPU-s (x{growth:.1f} for x4 GPUs)",
-            "<= 3 s; linear in GPUs (pairs: n^2 data)",
-            float(large.get("wall_s", 99)) <= 3.0,
-        )
-    ]
+def realistic_log(b: Bench) -> list[Row]:
+    """The recorded idle node with a dmesg ring buffer's worth of ordinary kernel lines and
+    200 AER and Xid reports spread through it: a node's whole replay."""
+    bundle = _bundle_copy(b.scratch / "log")
+    kernel_log(bundle / "dmesg.txt", b.log_mb, matches=200)
+    r, t = b.pair("run", "--from", str(bundle), "-o", "json=/dev/null", *GENEROUS)
+    ok = t.wall_s <= 1.3 * r.wall_s and t.max_rss_mb <= 80 and same_exit(r, t)
+    name = f"whole run: {b.log_mb} MB kernel log, 200 reports"
+    return [Row(name, r, t, "<= 1.3x reference, <= 80 MB", ok)]
 
 
-def bench_many_rules(scratch: Path) -> Row:
-    """10,000 rules under --run-timeout 5: the report comes, the unfinished rules named."""
-    folder = scratch / "rules10k"
-    many_rules(folder, 10_000)
-    report = scratch / "rules10k.json"
-    argv = sitscheck("run", "--from", str(EXAMPLE), "--rules", str(folder), "--run-timeout", "5")
-    sample = best_of([*argv, "--output", f"json={report}"], 1)
-    unknown = 0
-    if report.exists():
-        verdicts = json.loads(report.read_text()).get("verdicts") or []
-        unknown = sum(1 for v in verdicts if v.get("status") == "unknown")
-    return Row(
-        "10,000 rules at --run-timeout 5",
-        f"{sample.wall_s:.2f} s, exit {sample.returncode}, {unknown} UNKNOWN, {rss(sample)}",
-        "the run's deadline 5 s",
-        "report within 5 s + 3 s",
-        report.exists() and sample.wall_s <= 8.0,
+def aer_storm(b: Bench) -> list[Row]:
+    """The recorded idle node whose kernel log is an AER storm (a corrected-error report every
+    20 lines): a node's whole replay, with its JSON report."""
+    bundle = _bundle_copy(b.scratch / "storm")
+    reports = storm_log(bundle / "dmesg.txt", b.storm_mb)
+    r, t = b.pair("run", "--from", str(bundle), "-o", "json=storm.json", *GENEROUS)
+    report = b.this.folder / "storm.json"
+    size = report.stat().st_size / 1e6 if report.exists() else float("inf")
+    ok = t.wall_s <= 2.5 * r.wall_s and t.max_rss_mb <= 100 and size <= 5 and same_exit(r, t)
+    name = f"whole run: {b.storm_mb} MB AER storm ({reports} reports)"
+    target = "<= 2.5x reference, <= 100 MB, report <= 5 MB"
+    return [Row(name, r, t, target, ok, f"report {size:.2f} MB")]
+
+
+ROWS: dict[str, Callable[[Bench], list[Row]]] = {
+    "startup": start_up,
+    "replay": replay_example,
+    "log": realistic_log,
+    "storm": aer_storm,
+}
+
+
+def _bundle_copy(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(BUNDLE, folder)
+    return folder
+
+
+def show(row: Row) -> str:
+    def one(s: Sample) -> str:
+        return f"{s.wall_s:.2f} s, {s.max_rss_mb:.0f} MB, exit {s.returncode}"
+
+    ratio = row.this.wall_s / row.ref.wall_s
+    note = f", {row.note}" if row.note else ""
+    verdict = "yes" if row.ok else "NO"
+    return (
+        f"{row.name}: {verdict:<3} | this {one(row.this)}{note} | reference {one(row.ref)} "
+        f"| ratio {ratio:.2f}x | target {row.target}"
     )
 
 
-def bench_live(repeat: int, scratch: Path) -> list[Row]:
-    if shutil.which("nvidia-smi") is None:
-        return [
-            Row("live run on GPUs", "skipped: no NVIDIA driver here", "-", "see RESULTS.md", True)
-        ]
-    raw = _raw_quick_check(scratch, repeat)
-    sample = best_of(sitscheck("run", "--output", "json=/dev/null"), repeat)
-    beyond = sample.wall_s - 3.0  # the default sampling window
-    return [
-        Row(
-            "live run (default, 3 s sampling window) minus the window",
-            f"{beyond:.2f} s ({sample.wall_s:.2f} s), {rss(sample)}",
-            f"raw quick check (topo -m, dmon -s u -c 1, --query-gpu, dmesg | grep) {raw:.3f} s "
-            f"(ratio {beyond / raw:.1f}x)",
-            "<= 3x the raw commands",
-            beyond <= 3 * raw and sample.max_rss_mb <= RSS_MB,
-        )
-    ]
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--reference-python", required=True, help="the reference checkout's python")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each, alternated (5)")
+    parser.add_argument("--only", default=",".join(ROWS), help=f"rows, of {','.join(ROWS)}")
+    parser.add_argument("--log-mb", type=int, default=16, help="the realistic kernel log (16)")
+    parser.add_argument("--storm-mb", type=int, default=256, help="the AER storm (256)")
+    parser.add_argument("--scratch", type=Path, help="kept after the run (default: a temp dir)")
+    args = parser.parse_args(argv)
+    wanted = [name for name in args.only.split(",") if name]
+    if unknown := sorted(set(wanted) - set(ROWS)):
+        parser.error(f"--only: no row {', '.join(unknown)} (rows: {', '.join(ROWS)})")
+    origins = {"reference": origin(args.reference_python), "this tree": origin(sys.executable)}
+    if origins["reference"] == origins["this tree"]:
+        parser.error(f"the reference is this tree ({origins['reference']}): nothing to compare")
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix="sitscheck-bench-"))
+    try:
+        return run_rows(args, wanted, scratch, origins)
+    finally:
+        if args.scratch is None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _raw_quick_check(scratch: Path, repeat: int) -> float:
-    """The seed's quick check as its commands, one after the other (the dmesg output is
-    grepped from a file: no shell)."""
-    query = "--query-gpu=index,name,pci.bus_id,temperature.gpu,power.draw,utilization.gpu"
-    commands = [
-        ["nvidia-smi", "topo", "-m"],
-        ["nvidia-smi", "dmon", "-s", "u", "-c", "1"],
-        ["nvidia-smi", query, "--format=csv"],
-    ]
-    best = float("inf")
-    for _ in range(repeat):
-        total = sum(best_of(c, 1).wall_s for c in commands)
-        log = scratch / "dmesg.out"
-        with log.open("wb") as out:
-            started = time.perf_counter()
-            subprocess.run(["dmesg"], stdout=out, stderr=subprocess.DEVNULL, check=False)
-            dmesg = time.perf_counter() - started
-        total += dmesg + best_of([*GREP, str(log)], 1).wall_s
-        best = min(best, total)
-    return best
-
-
-def byte_compiled(scratch: Path) -> None:
-    """Every child runs sitscheck byte-compiled, as an install leaves it (pip compiles what it
-    installs). Where the environment writes no bytecode (PYTHONDONTWRITEBYTECODE), each run
-    would compile ~100 modules again (~0.15 s on 2 cores): the children then keep theirs in
-    the scratch folder (PYTHONPYCACHEPREFIX, never beside tracked files), written by one
-    warm-up of each kind of child before anything is measured."""
-    if not os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
-        return
-    os.environ["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
-    for argv in (
-        sitscheck("checks"),
-        sitscheck("run", "--from", str(EXAMPLE), "--output", "json=/dev/null"),
-        [PY, "-c", SCAN_CODE, os.devnull],
-    ):
-        subprocess.run(argv, check=False, capture_output=True, cwd=ROOT)
-
-
-def main() -> int:
-    repeat = int(os.environ.get("BENCH_REPEAT", "3"))
-    size_mb = int(os.environ.get("BENCH_LOG_MB", "1024"))
-    storm_mb = int(os.environ.get("BENCH_STORM_MB", "256"))
-    ru_mb = int(os.environ.get("BENCH_RU_MB", "512"))
-    gpus = int(os.environ.get("BENCH_GPUS", "256"))
-    scratch = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="sitscheck-bench-"))
-    scratch.mkdir(parents=True, exist_ok=True)
-    byte_compiled(scratch)
-    only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+def run_rows(
+    args: argparse.Namespace, wanted: list[str], scratch: Path, origins: dict[str, str]
+) -> int:
+    ref = Side("reference", args.reference_python, scratch / "reference")
+    this = Side("this tree", sys.executable, scratch / "this")
+    for side in (ref, this):
+        side.folder.mkdir(parents=True, exist_ok=True)
+        print(f"{side.label}: {side.python}: sitscheck from {origins[side.label]}")
+        side.measure("checks")  # the bytecode, written once
+        side.measure("run", "--from", str(EXAMPLE), "-o", "json=/dev/null")
+    print(
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+        f"fastest of {args.repeat} runs of each, alternated"
+    )
+    bench = Bench(ref, this, args.repeat, scratch, args.log_mb, args.storm_mb)
     rows: list[Row] = []
-
-    def want(name: str) -> bool:
-        return not only or name in only
-
-    if want("startup"):
-        rows += bench_startup(repeat, scratch)
-    if want("replay"):
-        rows += bench_replay_example(repeat)
-    if want("whole"):
-        whole, sample = bench_whole_run(scratch, repeat)
-        rows += whole
-        rows.append(bench_daemon_cpu(sample))
-    if want("kernlog"):
-        rows += bench_kernel_log(scratch, size_mb, repeat)
-    if want("russian"):
-        rows.append(bench_journal_ru(scratch, ru_mb, repeat))
-    if want("storm"):
-        rows.append(bench_storm(scratch, storm_mb, repeat))
-    if want("rules"):
-        rows += bench_rules(scratch, gpus)
-        rows.append(bench_many_rules(scratch))
-    if want("live"):
-        rows += bench_live(repeat, scratch)
-    width = max(len(r.name) for r in rows)
-    print(f"{'benchmark':<{width}}  {'ok':<4} measured | reference | target")
-    for row in rows:
-        verdict = "yes" if row.ok else "NO"
-        print(f"{row.name:<{width}}  {verdict:<4} {row.measured} | {row.reference} | {row.target}")
-    if "BENCH_DIR" in os.environ:
-        print(f"import-time profile: {scratch / 'importtime.txt'}")
-    else:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return 0 if all(r.ok for r in rows) else 1
+    for name in wanted:
+        for row in ROWS[name](bench):
+            print(show(row), flush=True)
+            rows.append(row)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    return 0 if all(row.ok for row in rows) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,13 +1,12 @@
 """Run a command as a child and measure it: wall time, CPU time and peak RSS.
 
 Peak RSS is that of the command's own processes together: the command and those of its
-children that run the same program (sitscheck's kernel-log pre-filter worker,
-`kernlog.prefilter_pipe`, is the interpreter started again). wait4 gives only the largest of
-the whole tree (the kernel keeps no sum), so the sum is also sampled while it runs
-(`TreeSampler`, from /proc, every few milliseconds) and the larger of the two is taken. The
-commands it runs (nvidia-smi, dmesg) are other programs' memory, not counted in the sum. The
-sum counts the pages the processes share (the interpreter's own) once in each: it is an upper
-bound.
+children that run the same program (64d3a49, the reference of issue 31, starts the
+interpreter again as a kernel-log pre-filter worker on a storm). wait4 gives only the largest
+of the whole tree (the kernel keeps no sum), so the sum is also sampled while it runs
+(`TreeSampler`, from /proc, every few milliseconds) and the larger of the two is taken. Other
+programs it runs are not counted. The sum counts the pages the processes share (the
+interpreter's own) once in each: it is an upper bound.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 _SAMPLE_S = 0.005
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -31,12 +31,12 @@ class Sample:
     returncode: int
 
 
-def run(argv: list[str], env: dict[str, str] | None = None) -> Sample:
+def run(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Sample:
     # Output goes to a real file, not /dev/null: GNU grep stops at the first match when its
     # output is /dev/null, which would make it look hundreds of times faster than it is.
     with tempfile.TemporaryFile() as sink:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
         sampler = TreeSampler(process.pid)
         sampler.start()
         _pid, status, usage = os.wait4(process.pid, 0)
@@ -45,11 +45,6 @@ def run(argv: list[str], env: dict[str, str] | None = None) -> Sample:
     process.returncode = os.waitstatus_to_exitcode(status)
     peak_mb = max(usage.ru_maxrss * 1024, sampler.peak_bytes) / (1024 * 1024)
     return Sample(wall, usage.ru_utime + usage.ru_stime, peak_mb, process.returncode)
-
-
-def best_of(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> Sample:
-    samples = [run(argv, env) for _ in range(repeat)]
-    return min(samples, key=lambda s: s.wall_s)
 
 
 class TreeSampler(threading.Thread):

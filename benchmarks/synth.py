@@ -3,8 +3,10 @@
 - `kernel_log(path, size_mb, matches)`: a kernel log of ordinary boot/runtime lines with a
   few AER and Xid reports spread through it (real wording, from the recorded H200 node and
   the shared corpus).
+- `storm_log(path, size_mb)`: an AER storm, a corrected-error report in every 20 lines.
 - `large_node_bundle(src, dst, gpus, log_lines)`: a recorded bundle multiplied to `gpus` GPUs
-  (NVML snapshot, CSV, topology matrix) with a busy node's kernel log of `log_lines` lines.
+  (NVML snapshot, CSV, topology matrix) with a busy node's kernel log of `log_lines` lines
+  (the tests' large-node bundles, `tests/storm/reports.py`).
 """
 
 from __future__ import annotations
@@ -150,59 +152,3 @@ def storm_log(path: Path, size_mb: int, every: int = 20, seed: int = 11) -> int:
             out.write(text)
             written += len(text.encode("utf-8"))
     return reports
-
-
-# journalctl -k in a Russian locale (`journalctl -k -o short`): the date, host and most
-# messages are not ASCII; the kernel's own AER/Xid wording stays English.
-RU_ORDINARY = (
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: EXT4-fs (nvme0n1p2): смонтирована файловая система с упорядоченным режимом данных",
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} systemd[1]: Запущен сеанс {p} пользователя ubuntu.",
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} systemd[1]: Достигнута цель «Сеть» — сетевые интерфейсы настроены.",
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: сетевой интерфейс eth0: соединение установлено, 100 Гбит/с, полный дуплекс",
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} audit[{p}]: правило AppArmor загружено: профиль «snap.lxd.daemon»",
-)
-RU_MATCHES = (
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: pcieport 0000:16:01.0: AER: Corrected error message received from 0000:19:00.0",
-    "дек 01 10:{m:02d}:{s:02d} узел-{h} kernel: NVRM: Xid (PCI:0000:19:00): 13, pid={p}, name=python3, Graphics SM Warp Exception on (GPC 2, TPC 1, SM 0): Out Of Range Address",
-)
-
-
-def journal_ru(path: Path, size_mb: int, matches: int, seed: int = 5) -> int:
-    """About `size_mb` MB of Russian-locale journalctl kernel/system lines with `matches`
-    AER or Xid lines spread through; returns the number of lines."""
-    rng = random.Random(seed)
-    target = size_mb * 1024 * 1024
-    every = max(target // max(matches, 1), 1)
-    next_match = every // 2
-    with path.open("w", encoding="utf-8") as out:
-        lines = _LineWriter(out)
-        while lines.written < target:
-            fields = {
-                "m": rng.randint(0, 59),
-                "s": rng.randint(0, 59),
-                "h": rng.randint(1, 9),
-                "p": rng.randint(1000, 99999),
-            }
-            if lines.written >= next_match:
-                next_match += every
-                lines.add(rng.choice(RU_MATCHES).format(**fields))
-            else:
-                lines.add(rng.choice(RU_ORDINARY).format(**fields))
-        lines.flush()
-    return lines.lines
-
-
-def many_rules(folder: Path, count: int, per_file: int = 2000) -> None:
-    """`count` GPU-scope rules over the recorded facts, in files of `per_file` rules."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for start in range(0, count, per_file):
-        rows = ["rules:"]
-        for n in range(start, min(start + per_file, count)):
-            rows += [
-                f"  - id: bench.r{n}",
-                "    scope: gpu",
-                f"    when: has(gpu.driver) && gpu.index + {n} < 0",
-                "    severity: warning",
-                f"    message: GPU {{gpu.index}} rule {n}",
-            ]
-        (folder / f"r{start:06d}.yaml").write_text("\n".join(rows) + "\n")

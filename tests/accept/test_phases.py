@@ -21,7 +21,6 @@ from sitscheck.accept import phases as phases_module
 from sitscheck.accept.children import Target
 from sitscheck.accept.gpus import NodeGpus
 from sitscheck.accept.phases import (
-    MEMORY_SETTLE_S,
     Injection,
     PhaseContext,
     memory_after_stop,
@@ -225,14 +224,21 @@ def test_memory_after_stop_waits_for_it_to_come_back() -> None:
     assert found["gpus"] == [{"index": 0, "baseline_bytes": GIB, "used_bytes": GIB}]
 
 
-def test_memory_that_stays_in_use_is_reported_after_the_settle_time() -> None:
+@pytest.fixture
+def short_settle(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A settle time of 0.2 s (1 s in a run): what is polled until it passes is the same."""
+    monkeypatch.setattr(phases_module, "MEMORY_SETTLE_S", 0.2)
+    return 0.2
+
+
+def test_memory_that_stays_in_use_is_reported_after_the_settle_time(short_settle: float) -> None:
     gpus = FakeGpus(2, memory={0: [GIB, GIB], 1: [GIB, 20 * GIB]})
     found = memory_after_stop(context(gpus))
-    assert found["back_at_baseline"] is False and found["after_s"] >= MEMORY_SETTLE_S
+    assert found["back_at_baseline"] is False and found["after_s"] >= short_settle
     assert found["gpus"][1] == {"index": 1, "baseline_bytes": GIB, "used_bytes": 20 * GIB}
 
 
-def test_memory_not_readable_is_never_back_at_baseline() -> None:
+def test_memory_not_readable_is_never_back_at_baseline(short_settle: float) -> None:
     gpus = FakeGpus(1, memory={0: [None]})
     found = memory_after_stop(context(gpus))
     assert found["back_at_baseline"] is False

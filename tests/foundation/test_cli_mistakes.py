@@ -1,12 +1,16 @@
 """A user's mistake on the command line or in a site file: one clear line naming the option,
 file or line, and exit 3 (never 2, which Nagios, Slurm and NPD read as CRITICAL, and never a
-silent run that checks less than asked). Through the installed CLI."""
+silent run that checks less than asked). Through the installed CLI where a run is made; the
+command line's own answers (usage errors, help, completion) through the console script's
+function in this process (`command_line`), which is what the installed command calls."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,33 @@ from test_cli_e2e import sitscheck
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE = REPO / "tests" / "bundles" / "h200x2-idle-v1"
+
+
+CommandLine = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> CommandLine:
+    """`sitscheck ARGS` answered by `sitscheck.cli.main` in this process, from `tmp_path`:
+    its exit code, stdout and stderr, as a child's would be (no interpreter started)."""
+    from sitscheck import cli
+
+    monkeypatch.chdir(tmp_path)
+
+    def call(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setattr(sys, "argv", ["sitscheck", *args])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as ended:
+            cli.main()
+        out, err = capsys.readouterr()
+        code = ended.value.code
+        return subprocess.CompletedProcess(sys.argv, code if isinstance(code, int) else 0, out, err)
+
+    return call
 
 
 def one_line_exit_3(done: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -40,9 +71,9 @@ def one_line_exit_3(done: subprocess.CompletedProcess[str], *needles: str) -> No
     ],
 )
 def test_a_usage_error_is_one_line_and_exit_3(
-    tmp_path: Path, argv: list[str], needles: list[str]
+    command_line: CommandLine, argv: list[str], needles: list[str]
 ) -> None:
-    one_line_exit_3(sitscheck(*argv, cwd=tmp_path), *needles)
+    one_line_exit_3(command_line(*argv), *needles)
 
 
 def test_rules_that_do_not_exist_are_refused(tmp_path: Path) -> None:
@@ -83,11 +114,11 @@ def test_collect_refuses_a_file_and_a_folder_that_is_not_empty(tmp_path: Path) -
     assert sorted(p.name for p in full.iterdir()) == sorted(p.name for p in BUNDLE.iterdir())
 
 
-def test_h_is_help_and_completion_is_offered(tmp_path: Path) -> None:
-    done = sitscheck("-h", cwd=tmp_path)
+def test_h_is_help_and_completion_is_offered(command_line: CommandLine) -> None:
+    done = command_line("-h")
     assert done.returncode == 0 and "Usage:" in done.stdout
     assert "--install-completion" in done.stdout and "--show-completion" in done.stdout
-    done = sitscheck("run", "-h", cwd=tmp_path)
+    done = command_line("run", "-h")
     assert done.returncode == 0
     assert "<list[str]>" not in done.stdout and "<float>" not in done.stdout
     assert "npd" in done.stdout
@@ -120,11 +151,11 @@ HELPS += [["rules"], ["rules", "validate"], ["rules", "list"]]
 
 @pytest.mark.parametrize("command", HELPS, ids=lambda c: " ".join(c) or "sitscheck")
 def test_help_shows_metavars_not_python_types_in_80_columns(
-    tmp_path: Path, command: list[str]
+    command_line: CommandLine, command: list[str]
 ) -> None:
     """Typer ≥ 0.2x wrote an argument's annotation beside it (`files... <list[Path]>`,
     `directory <path>`, `code <str>`, usage `{directory}`) and click its range (`x>=1.0`)."""
-    done = sitscheck(*command, "--help", cwd=tmp_path, env={"COLUMNS": "80"})
+    done = command_line(*command, "--help", env={"COLUMNS": "80"})
     assert done.returncode == 0, done.stderr
     assert re.search(r"<[\w\[\], |]+>|\{\w+\}|x>=", done.stdout) is None, done.stdout
     assert max(len(line) for line in done.stdout.splitlines()) <= 80, done.stdout
@@ -133,26 +164,26 @@ def test_help_shows_metavars_not_python_types_in_80_columns(
     assert wanted.get(command[-1] if command else "", "") in usage
 
 
-def completions(tmp_path: Path, line: str) -> list[str]:
+def completions(command_line: CommandLine, line: str) -> list[str]:
     """What bash completion offers for the last word of `line` (click's protocol)."""
     words = line.split(" ")
     env = {"_SITSCHECK_COMPLETE": "complete_bash", "COMP_WORDS": line}
     env["COMP_CWORD"] = str(len(words) - 1)
-    done = sitscheck(cwd=tmp_path, env=env)
+    done = command_line(env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
 
-def test_completion_offers_check_and_profile_names(tmp_path: Path) -> None:
+def test_completion_offers_check_and_profile_names(command_line: CommandLine) -> None:
     from sitscheck.contract.registry import discover
     from sitscheck.engine.loader import load_profiles
 
     checks = sorted(c.name for c in discover())
-    assert completions(tmp_path, "sitscheck run --check ") == checks
-    assert completions(tmp_path, "sitscheck run --skip nv") == ["nvlink"]
-    assert completions(tmp_path, "sitscheck schema --facts x") == ["xid"]
+    assert completions(command_line, "sitscheck run --check ") == checks
+    assert completions(command_line, "sitscheck run --skip nv") == ["nvlink"]
+    assert completions(command_line, "sitscheck schema --facts x") == ["xid"]
     profiles = sorted(name for name in load_profiles([]) if name.startswith("h"))
-    assert profiles and completions(tmp_path, "sitscheck run --profile h") == profiles
+    assert profiles and completions(command_line, "sitscheck run --profile h") == profiles
 
 
 @pytest.mark.parametrize(
@@ -166,12 +197,12 @@ def test_completion_offers_check_and_profile_names(tmp_path: Path) -> None:
 )
 @pytest.mark.parametrize("root", ["/nonexistent", "a-file"])
 def test_a_sys_root_that_is_no_folder_is_refused_naming_the_option(
-    tmp_path: Path, command: list[str], root: str
+    command_line: CommandLine, tmp_path: Path, command: list[str], root: str
 ) -> None:
     """`--sys-root /nonexistent` ran, read nothing and passed: the node looked as if it had
     no RDMA device (exit 0)."""
     (tmp_path / "a-file").write_text("not a sysfs\n")
-    one_line_exit_3(sitscheck(*command, "--sys-root", root, cwd=tmp_path), "--sys-root", root)
+    one_line_exit_3(command_line(*command, "--sys-root", root), "--sys-root", root)
     assert {p.name for p in tmp_path.iterdir()} == {"a-file"}  # nothing run, nothing written
 
 

@@ -1,103 +1,90 @@
-"""The layout's contracts (architecture.md): the core imports no check, and no module of the
-core imports, through any chain, a module that imports it back."""
+"""The layout's contracts (architecture.md): the core imports no check, no module of the core
+imports, through any chain, a module that imports it back, and every module has its place in
+the layers. The graph is `tools/import_graph.py`'s (`python tools/import_graph.py` prints its
+shape: modules, cycles, imports that climb back up the layers)."""
 
 from __future__ import annotations
 
-import ast
+import importlib.util
 import re
 from pathlib import Path
+from types import ModuleType
 
-CORE = Path(__file__).resolve().parents[2] / "healthcheck"
+import pytest
 
-
-def _module(path: Path) -> tuple[str, bool]:
-    parts = list(path.relative_to(CORE).with_suffix("").parts)
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(["sitscheck", *parts]), is_package
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _imports(path: Path) -> set[str]:
-    """Every sitscheck module a file imports, at any depth of its code (lazy imports too)."""
-    name, is_package = _module(path)
-    package = name if is_package else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return {m for m in found if m == "sitscheck" or m.startswith("sitscheck.")}
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "import_graph", ROOT / "tools" / "import_graph.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-MODULES = {(_module(p)[0]): p for p in CORE.rglob("*.py")}
-GRAPH = {
-    name: {m for m in _imports(path) if m in MODULES and m != name}
-    for name, path in MODULES.items()
-}
+TOOL = _tool()
+MODULES: dict[str, Path] = TOOL.modules(ROOT)
+CORE = {name for name, path in MODULES.items() if path.is_relative_to(ROOT / "healthcheck")}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """Read when the tests run, not at collection (every worker collects every file)."""
+    edges: dict[str, set[str]] = TOOL.graph(ROOT)
+    return edges
 
 
 def test_no_module_of_the_core_imports_a_check() -> None:
     offenders = {
-        name: sorted(m for m in _imports(path) if m.startswith("sitscheck.checks"))
-        for name, path in MODULES.items()
+        name: sorted(
+            m for m in TOOL.imported(name, MODULES[name]) if m.startswith("sitscheck.checks")
+        )
+        for name in CORE
     }
     assert {k: v for k, v in offenders.items() if v} == {}
     # and none names one in a string it resolves later ("module:attribute")
     lazy = re.compile(r"sitscheck\.checks(?:\.\w+)+:\w")
-    for name, path in MODULES.items():
-        assert lazy.search(path.read_text(encoding="utf-8")) is None, name
+    for name in CORE:
+        assert lazy.search(MODULES[name].read_text(encoding="utf-8")) is None, name
 
 
-def test_no_circular_import_between_modules_of_the_core() -> None:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    cycles: list[list[str]] = []
-
-    def visit(node: str) -> None:  # Tarjan's strongly connected components
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for other in GRAPH[node]:
-            if other not in index:
-                visit(other)
-                low[node] = min(low[node], low[other])
-            elif other in on_stack:
-                low[node] = min(low[node], index[other])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            # a package importing its own modules (re-exports) is no circle of two modules
-            if len(component) > 1 and not _package_and_members(component):
-                cycles.append(sorted(component))
-
-    for name in sorted(GRAPH):
-        if name not in index:
-            visit(name)
-    assert cycles == []
+def test_no_circular_import_between_modules_of_the_core(graph: dict[str, set[str]]) -> None:
+    assert TOOL.cycles({name: graph[name] & CORE for name in CORE}) == []
 
 
-def _package_and_members(component: list[str]) -> bool:
-    packages = [m for m in component if MODULES[m].name == "__init__.py"]
-    return len(packages) == 1 and all(
-        m == packages[0] or m.startswith(packages[0] + ".") for m in component
+def test_every_module_has_a_layer() -> None:
+    assert TOOL.unplaced(MODULES) == []
+
+
+def test_the_probe_finds_a_circle_where_there_is_one(graph: dict[str, set[str]]) -> None:
+    """Control: the graph has edges (the scan reads imports at all), and a circle of three
+    modules is one component; a package with its own modules is none."""
+    assert "sitscheck.contract.declarations" in graph["sitscheck.contract.check"]
+    circle = {"sitscheck.a": {"sitscheck.b"}, "sitscheck.b": {"sitscheck.c"}}
+    circle["sitscheck.c"] = {"sitscheck.a", "sitscheck.d"}
+    assert TOOL.cycles(circle) == [["sitscheck.a", "sitscheck.b", "sitscheck.c"]]
+    package = {"sitscheck.p": {"sitscheck.p.x"}, "sitscheck.p.x": {"sitscheck.p"}}
+    assert TOOL.cycles(package) == []
+
+
+def test_an_import_from_a_higher_layer_is_named(tmp_path: Path) -> None:
+    """A checkout whose sources import the engine, and whose engine imports the sources (allowed:
+    down the layers), relative and lazy imports alike: the climb, and one cycle."""
+    (tmp_path / "healthcheck" / "sources").mkdir(parents=True)
+    (tmp_path / "healthcheck" / "engine").mkdir()
+    (tmp_path / "healthcheck" / "__init__.py").write_text("")
+    (tmp_path / "healthcheck" / "sources" / "__init__.py").write_text("")
+    (tmp_path / "healthcheck" / "engine" / "__init__.py").write_text("")
+    (tmp_path / "healthcheck" / "sources" / "live.py").write_text(
+        "def later():\n    from ..engine import cel\n"
     )
-
-
-def test_the_probe_finds_a_circle_where_there_is_one() -> None:
-    """Control: the graph has edges (the scan reads imports at all)."""
-    assert "sitscheck.contract.declarations" in GRAPH["sitscheck.contract.check"]
+    (tmp_path / "healthcheck" / "engine" / "cel.py").write_text("import sitscheck.sources.live\n")
+    edges = TOOL.graph(tmp_path)
+    live = "sitscheck.sources.live"  # `from ..engine import cel` imports the package too
+    assert TOOL.climbing(edges) == [(live, "sitscheck.engine"), (live, "sitscheck.engine.cel")]
+    assert TOOL.cycles(edges) == [["sitscheck.engine.cel", "sitscheck.sources.live"]]
+    assert "import cycles: 1" in TOOL.report(tmp_path)
+    assert "sources.live (sources) -> engine.cel (engine)" in TOOL.report(tmp_path)

@@ -9,6 +9,8 @@ max. Neither may raise anything above ok, and the facts must show what the node 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,12 @@ def replay(path: Path) -> Report:
     return execute(RunRequest(RunConfig(), str(path)))
 
 
+@pytest.fixture(scope="module")
+def replayed() -> Callable[[str], Report]:
+    """Each recorded node replayed once for the three tests that read it (they only read)."""
+    return cache(lambda name: replay(RECORDED[name][0]))
+
+
 def facts(report: Report, check: str) -> dict[str, Any]:
     result = report.check(check)
     assert result is not None, check
@@ -46,9 +54,11 @@ def facts(report: Report, check: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
-def test_a_recorded_healthy_node_raises_nothing(name: str) -> None:
-    path, gpus, _loaded = RECORDED[name]
-    report = replay(path)
+def test_a_recorded_healthy_node_raises_nothing(
+    replayed: Callable[[str], Report], name: str
+) -> None:
+    _path, gpus, _loaded = RECORDED[name]
+    report = replayed(name)
     above_ok = [
         (c.name, f.code)
         for c in report.checks
@@ -73,9 +83,9 @@ def test_a_recorded_healthy_node_raises_nothing(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
-def test_the_recorded_topology_is_all_nv18(name: str) -> None:
-    path, gpus, _loaded = RECORDED[name]
-    topo = facts(replay(path), "topology")
+def test_the_recorded_topology_is_all_nv18(replayed: Callable[[str], Report], name: str) -> None:
+    _path, gpus, _loaded = RECORDED[name]
+    topo = facts(replayed(name), "topology")
     assert topo["gpus"] == [f"GPU{i}" for i in range(gpus)]
     pairs = [
         link
@@ -87,9 +97,11 @@ def test_the_recorded_topology_is_all_nv18(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(RECORDED))
-def test_the_recorded_load_shows_in_the_telemetry(name: str) -> None:
-    path, gpus, loaded = RECORDED[name]
-    telemetry = facts(replay(path), "gpu_telemetry")["gpus"]
+def test_the_recorded_load_shows_in_the_telemetry(
+    replayed: Callable[[str], Report], name: str
+) -> None:
+    _path, gpus, loaded = RECORDED[name]
+    telemetry = facts(replayed(name), "gpu_telemetry")["gpus"]
     assert len(telemetry) == gpus
     for gpu in telemetry:
         power, limit = gpu["power_w"]["mean"], gpu["power_limit_w"]

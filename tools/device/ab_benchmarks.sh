@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
-# `python -m benchmarks` rows for two versions in one lease, alternated (two leases differ
-# more than two versions of the code): the code to compare with (its wheel in .whl/old) and
-# this tree's. Rerun before merging a change meant to make a row faster or to keep it bounded.
-# Carry `.whl` (setup.sh) with the other wheel in .whl/old; everything lands under $OUT.
-#   BENCH_ONLY  the benchmark groups (replay,kernlog,storm)   BENCH_LOG_MB  (64)   ROUNDS (2)
+# `python -m benchmarks` on the node's CPU: this tree's wheel against the one in .whl/old (the
+# reference), each in a venv of its own, alternated in one lease (two leases differ more than
+# two versions of the code). Rerun before merging a change meant to make a row faster or to
+# show one stays bounded. Carry `.whl` (setup.sh) with the other wheel in .whl/old; everything
+# lands under $OUT.   BENCH_ARGS  arguments for `python -m benchmarks` (e.g. --only storm)
 . tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site-old .whl/old/*.whl || exit 1
-python3 -m compileall -q -j 0 /tmp/site-old > /dev/null
-for round in $(seq "${ROUNDS:-2}"); do
-  for code in old new; do
-    site=/tmp/site; [ $code = old ] && site=/tmp/site-old:/tmp/site
-    echo "== $code (round $round)"
-    PYTHONPATH=$site:$PWD BENCH_ONLY=${BENCH_ONLY:-replay,kernlog,storm} \
-      BENCH_LOG_MB=${BENCH_LOG_MB:-64} BENCH_REPEAT=3 timeout 200 python3 -m benchmarks 2>&1
-  done
-done | tee "$log/ab.txt"
+for code in old new; do
+  python3 -m venv "/tmp/venv-$code" || exit 1
+  "/tmp/venv-$code/bin/pip" install -q --no-index --no-deps .whl/*.whl || exit 1
+done
+/tmp/venv-old/bin/pip install -q --no-index --no-deps --force-reinstall .whl/old/*.whl || exit 1
+# the reference's interpreter must import the reference: no PYTHONPATH (setup.sh sets one)
+# shellcheck disable=SC2086
+env -u PYTHONPATH /tmp/venv-new/bin/python -m benchmarks \
+  --reference-python /tmp/venv-old/bin/python ${BENCH_ARGS:-} 2>&1 | tee "$log/ab.txt"

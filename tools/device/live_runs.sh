@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The installed CLI on the lent GPU node: start-up (`python -c pass`, `sitscheck checks`), the
 # default live run (wall time, peak RSS), a text run, `run --load --bandwidth`, NVML sampling
-# of one GPU vs all (benchmarks.nvml_parallel) and `python -m benchmarks` on the node's CPU.
+# of one GPU vs all (benchmarks.nvml_parallel); `ab_benchmarks.sh` runs `python -m benchmarks`.
 # Rerun after a change that touches start-up, a live run's fixed cost or its memory.
 # Carry `.whl` (setup.sh); everything lands under $OUT.
 #   LIVE_RUNS     default live runs timed (3)
-#   BENCH_GROUPS  the benchmark groups (startup,live,replay,whole,kernlog,russian,storm)
 . tools/device/setup.sh
 nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; nproc; python3 --version
 . tools/device/wall_rss.sh
@@ -32,8 +31,5 @@ for path in sys.argv[1:]:
     print("  not ok:", [v["rule"] + ":" + v["status"] for v in r["verdicts"] if v["status"] != "ok"])
 PY
 python3 -m benchmarks.nvml_parallel 3 2>&1 | tee -a "$log/timings.txt"
-BENCH_ONLY=${BENCH_GROUPS:-startup,live,replay,whole,kernlog,russian,storm} BENCH_REPEAT=3 \
-  timeout 420 python3 -m benchmarks > "$log/benchmarks.txt" 2>&1
-echo "benchmarks rc=$?" >> "$log/benchmarks.txt"
-cat "$log/benchmarks.txt"; head -30 "$log/run-text.txt"
+head -30 "$log/run-text.txt"
 ( cd "$log" && tar czf "$OUT/logs.tar.gz" . )

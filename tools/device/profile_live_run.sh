@@ -2,7 +2,7 @@
 # Where a live run's time beyond its sampling window goes, on the lent GPU node: the raw quick
 # check's commands, default live runs (wall, peak RSS), a timeline of each run's calls on every
 # thread (timeline.py), a cProfile of every thread, an import-time profile, replays of the
-# recorded 1-GPU bundles, and the live/replay benchmark rows. Rerun when a live run or a replay
+# recorded 1-GPU bundles. Rerun when a live run or a replay
 # got slower and it is not clear where. Carry `.whl` (setup.sh; with .whl/old/*.whl, the code
 # to compare with, sitscheck alone, the two run interleaved); everything lands under $OUT.
 . tools/device/setup.sh
@@ -56,8 +56,6 @@ s.sort_stats("cumulative").print_stats(90)
 s.sort_stats("tottime").print_stats(50)
 PY
 python3 -X importtime -m sitscheck run -o json=/dev/null 2> "$log/importtime-live.txt" > /dev/null
-BENCH_ONLY=${BENCH_ONLY:-startup,replay,live} BENCH_REPEAT=${BENCH_REPEAT:-3} timeout 100 python3 -m benchmarks > "$log/benchmarks.txt" 2>&1
-echo "benchmarks rc=$?" >> "$log/benchmarks.txt"
 ( cd "$log" && tar czf "$OUT/logs.tar.gz" . )
-cat "$log/timings.txt" "$log/benchmarks.txt" "$log/timeline-live-2.txt"
+cat "$log/timings.txt" "$log/timeline-live-2.txt"
 head -60 "$log/cprofile-live.txt"
