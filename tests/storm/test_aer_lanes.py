@@ -5,15 +5,9 @@ interleaved, blocks of several devices under one header, detail lines repeated."
 
 from __future__ import annotations
 
-import random
-
 from sitscheck.checks.pcie_aer.parse import AerEvent, AerLines
 from sitscheck.kernlog.lines import iter_kernel_lines
-from storms import DEVICES, PORT, REPORTS, bracket, kmsg, syslog
-
-AER_REPORTS = [make for weight, make in REPORTS if "Xid" not in "".join(make(DEVICES[0]))]
-OTHER_PORT = "0000:00:02.0"
-FILLER = "EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro"
+from storms import AER_REPORTS, DEVICES, bracket, mixed_log
 
 
 class LineByLine(AerLines):
@@ -33,36 +27,6 @@ def events_of(handler_type: type[AerLines], raw: list[str]) -> list[tuple[int, A
         handler.feed_text(line.body, line.time)
     handler.finish()
     return sorted(got, key=lambda pair: pair[0])
-
-
-def report(rng: random.Random) -> list[str]:
-    lines = rng.choice(AER_REPORTS)(rng.choice(DEVICES))
-    shape = rng.random()
-    if shape < 0.1:  # another port logged it
-        lines = [line.replace(PORT, OTHER_PORT) for line in lines]
-    elif shape < 0.2:  # cut off at a random line
-        lines = lines[: rng.randint(1, len(lines))]
-    elif shape < 0.3 and len(lines) > 1:  # a detail line printed twice
-        at = rng.randrange(1, len(lines))
-        lines = [*lines[: at + 1], lines[at], *lines[at + 1 :]]
-    elif shape < 0.4:  # a second device's block under the same header
-        other = rng.choice(DEVICES)
-        lines = [*lines, *(line for line in AER_REPORTS[0](other)[1:])]
-    return lines
-
-
-def mixed_log(seed: int) -> list[str]:
-    rng = random.Random(seed)
-    stamp = rng.choice((bracket, syslog, kmsg))
-    lines: list[str] = []
-    while len(lines) < rng.randint(1, 400):
-        lines += report(rng)
-        if rng.random() < 0.3:
-            lines.append(FILLER)
-    if rng.random() < 0.3:  # two reports' lines interleaved
-        at = rng.randrange(len(lines))
-        lines[at:at] = report(rng)[::-1]
-    return [stamp(step) + line for step, line in enumerate(lines)]
 
 
 def test_lanes_give_the_events_of_the_lines_applied_one_by_one() -> None:

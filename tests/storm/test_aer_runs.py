@@ -8,15 +8,12 @@ point in time."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 from sitscheck.checks.pcie_aer.tally import AerTally
-from storms import DEVICES, REPORTS, bracket, kmsg, relative, syslog, tally_of
-from test_aer_lanes import LineByLine, report
-
-AER_REPORTS = [make for weight, make in REPORTS if "Xid" not in "".join(make(DEVICES[0]))]
+from storms import AER_REPORTS, DEVICES, bracket, storm_log, tally_of
+from test_aer_lanes import LineByLine
 
 
 def state(tally: AerTally) -> dict[str, Any]:
@@ -36,22 +33,6 @@ def state(tally: AerTally) -> dict[str, Any]:
             for key, g in tally.uncorrected.items()
         },
     }
-
-
-def storm_log(seed: int) -> list[str]:
-    """Past 1,000 events: a few report kinds on a few devices over and over (a storm), now
-    and then another kind, a cut-off or repeated line, or noise."""
-    rng = random.Random(seed)
-    stamp = rng.choice((bracket, bracket, syslog, kmsg, relative))
-    kinds = [(rng.choice(AER_REPORTS), rng.choice(DEVICES)) for _ in range(rng.randint(1, 4))]
-    lines: list[str] = []
-    for _ in range(rng.randint(1500, 2500)):
-        if rng.random() < 0.03:
-            lines += report(rng)
-        else:
-            make, device = rng.choice(kinds)
-            lines += make(device)
-    return [stamp(step) + line for step, line in enumerate(lines)]
 
 
 @pytest.mark.parametrize(

@@ -29,31 +29,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from storms import GPU0, GPU1, STAMPS, storm, tally_of  # noqa: E402
-
-CORRECTED = (
-    "[{t:.6f}] pcieport 0000:00:01.0: AER: Corrected error message received from {d}",
-    "[{t:.6f}] nvidia {d}: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
-    " (Receiver ID)",
-    "[{t:.6f}] nvidia {d}:   device [10de:2335] error status/mask=00000001/0000e000",
-    "[{t:.6f}] nvidia {d}:    [ 0] RxErr                  (First)",
-)
-FATAL = (
-    "[{t:.6f}] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL"
-    " received from {d}"
-)
-
-
-def corrected_storm(reports: int, fatal_every: int = 0) -> list[str]:
-    """`reports` corrected reports on two GPUs, a fatal containment every `fatal_every`."""
-    lines: list[str] = []
-    for n in range(reports):
-        device = GPU0 if n % 2 else GPU1
-        if fatal_every and n % fatal_every == fatal_every - 1:
-            lines.append(FATAL.format(t=n * 0.5, d=device))
-        else:
-            lines.extend(row.format(t=n * 0.5, d=device) for row in CORRECTED)
-    return lines
+from storms import GPU0, GPU1, STAMPS, corrected_storm, storm, tally_of  # noqa: E402
 
 
 def paths() -> list[GpuPath]:
