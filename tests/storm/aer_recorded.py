@@ -183,6 +183,94 @@ def _streaming(reports: int, fatal_every: int, open_first: bool = False) -> Inpu
     return read
 
 
+def _held_open(reports: int) -> Input:
+    """A fatal header whose details never come, `reports` corrected reports of another port,
+    then that header's own "no details" note: part of it while it is held open, a report of
+    its own once it was closed (`reports.MAX_HELD` reports held behind it)."""
+
+    def read() -> list[str]:
+        head = f"pcieport 0000:00:02.0: AER: Uncorrected (Fatal) error received: {GPU1}"
+        note = f"pcieport 0000:00:02.0: AER: found no error details for {GPU1}"
+        return _stamped([head, *(line for _ in range(reports) for line in _corrected(GPU0)), note])
+
+    return read
+
+
+def _open_headers(ports: int) -> Input:
+    """Headers of `ports` ports whose details never come, then the first one's "no details"
+    note (a report of its own once more headers are open than are kept)."""
+
+    def read() -> list[str]:
+        heads = [
+            f"pcieport 0000:00:{n + 2:02x}.0: AER: Uncorrected (Non-Fatal) error received: "
+            f"0000:{n + 0x20:02x}:00.0"
+            for n in range(ports)
+        ]
+        return _stamped([*heads, "pcieport 0000:00:02.0: AER: found no error details for "
+                         "0000:20:00.0"])  # fmt: skip
+
+    return read
+
+
+def _two_domains() -> list[str]:
+    """A block joins the newest open header of its own PCI domain."""
+    return _stamped(
+        [
+            "pcieport 0001:00:01.0: AER: Corrected error received: 0001:01:00.0",
+            "pcieport 0000:00:01.0: AER: Corrected error received: 0000:02:00.0",
+            "nvidia 0001:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+            "(Receiver ID)",
+            "nvidia 0001:01:00.0:    [ 0] RxErr                  (First)",
+        ]
+    )
+
+
+def _cper_records(records: int) -> Input:
+    """`records` firmware-first records begun, then each one's device line (a record no
+    longer kept begins again: its section gets no device)."""
+
+    def read() -> list[str]:
+        lines = []
+        for n in range(1, records + 1):
+            lines += [
+                f"{{{n}}}[Hardware Error]: Hardware error from APEI Generic Hardware Error "
+                f"Source: {n}",
+                f"{{{n}}}[Hardware Error]: event severity: fatal",
+                f"{{{n}}}[Hardware Error]:  Error 0, type: fatal",
+                f"{{{n}}}[Hardware Error]:   section_type: PCIe error",
+            ]
+        lines += [
+            f"{{{n}}}[Hardware Error]:   device_id: 0000:{n:02x}:00.0"
+            for n in range(1, records + 1)
+        ]
+        return _stamped(lines)
+
+    return read
+
+
+def _sections_waiting(sections: int) -> Input:
+    """`sections` CPER sections of one device, then the kernel's print of each (a print
+    joins the oldest section still waiting; only the last `MAX_OPEN_RECORDS` wait)."""
+
+    def read() -> list[str]:
+        lines = []
+        for n in range(sections):
+            lines += [
+                "{1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1",
+                "{1}[Hardware Error]: event severity: recoverable",
+                "{1}[Hardware Error]:   section_type: PCIe error",
+                f"{{1}}[Hardware Error]:   device_id: {GPU0}",
+                f"{{1}}[Hardware Error]:   vendor_id: 0x10de, device_id: 0x{n:04x}",
+            ]
+        lines += [
+            f"nvidia {GPU0}: AER: aer_status: 0x{1 << (n % 24):08x}, aer_mask: 0x00000000"
+            for n in range(sections)
+        ]
+        return _stamped(lines)
+
+    return read
+
+
 def _file(make: Callable[[Path], object]) -> Input:
     def read() -> list[str]:
         with tempfile.TemporaryDirectory() as scratch:
@@ -243,6 +331,14 @@ def inputs() -> dict[str, Input]:
         for count in (1200, 1201):
             name = f"draft-in-runs/{first.__name__}-{second.__name__}-{count}"
             out[name] = _draft_in_runs((first, second), count)
+    for reports in (4000, 4030, 4090, 4100, 4160, 4300):
+        out[f"edges/held-open-{reports}"] = _held_open(reports)
+    for ports in (15, 16, 17):
+        out[f"edges/open-headers-{ports}"] = _open_headers(ports)
+    out["edges/two-domains"] = _two_domains
+    for records in (15, 16, 17):
+        out[f"edges/cper-records-{records}"] = _cper_records(records)
+        out[f"edges/sections-waiting-{records}"] = _sections_waiting(records)
     out["streaming/5000-fatal-every-50"] = _streaming(5000, 50)
     out["streaming/3000-fatal-every-7"] = _streaming(3000, 7)
     out["streaming/open-header-then-10000"] = _streaming(10_000, 0, open_first=True)
