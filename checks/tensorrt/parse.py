@@ -28,17 +28,22 @@ a fallback's reason is the first line of its message.
 Memory stays bounded whatever the input size: one message is held at a time, each line and
 message text is cut at a fixed length, and every list is capped (the rest is counted and
 ``truncated`` set).
+
+The parts: `lines.py` reads a line (prefixes, where a message starts, its severity),
+`fallbacks.py` tells which messages are fallbacks or errors, `log_facts.py` reads the facts of
+single lines (version, GPU, precisions, layers, build time, memory); this module holds each
+message together and counts what it is.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from typing import Literal
 
 from msgspec import Struct, field
 
-from .gpu_arch import sm_from_capability
+from .fallbacks import WEIGHT_REPORT_RE, Fallback, PrecisionFallback, classify, is_error
+from .lines import Line, Severity, read_line, unshipped
+from .log_facts import LogFacts
 
 __all__ = [
     "MAX_ITEMS",
@@ -57,36 +62,8 @@ MAX_LINE_CHARS = 16_384
 MAX_TEXT_CHARS = 4_096
 """Characters kept of one message's text (an error with its continuation lines)."""
 
-Severity = Literal["error", "warning", "info", "verbose"]
-
 
 # --------------------------------------------------------------------------- results
-
-
-class Fallback(Struct, frozen=True):
-    """A layer or tactic that runs on a slower path than asked (DLA->GPU, skipped tactic)."""
-
-    layer: str | None
-    reason: str
-
-    def to_fact(self) -> dict[str, object]:
-        return {"layer": self.layer, "reason": self.reason}
-
-
-class PrecisionFallback(Struct, frozen=True):
-    """A layer kept at or moved to a higher precision than requested (``from`` -> ``to``).
-
-    For a missing INT8 scale ``to`` is FP16 when the printed build options enable FP16 (BF16
-    likewise), else FP32. ``requested`` is None when neither the message nor the printed build
-    options name a lower precision.
-    """
-
-    layer: str | None
-    requested: str | None
-    actual: str
-
-    def to_fact(self) -> dict[str, object]:
-        return {"layer": self.layer, "from": self.requested, "to": self.actual}
 
 
 class TrtLog(Struct, frozen=True):
@@ -140,525 +117,6 @@ class TrtLog(Struct, frozen=True):
         }
 
 
-# --------------------------------------------------------------------------- line prefixes
-
-_DATE_SLASH = r"\d{1,2}/\d{1,2}/\d{2,4}[-\s]\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"
-_DATE_ISO = r"\d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-_TIME = r"\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"
-
-_TOKEN_RE = re.compile(
-    rf"""[ \t]*(?:
-        \[[ \t]*(?:{_DATE_SLASH}|{_DATE_ISO}|{_TIME})(?:[ \t]+(?P<tslevel>[A-Za-z_]+))?[ \t]*\]
-      | (?P<bare>{_DATE_ISO})(?=[ \t])
-      | \[(?P<tag>[^\[\]\r\n]{{1,48}})\](?P<sep>:(?=[ \t]|$)|[ \t]+-(?=[ \t]))?
-      | (?P<word>INTERNAL_ERROR|ERROR|Error|FATAL|WARNING|Warning|WARN|INFO|VERBOSE):(?=[ \t]|$)
-      | (?P<status>&&&&)(?=[ \t])
-    )""",
-    re.VERBOSE,
-)
-
-_LETTER_SEVERITY: dict[str, Severity] = {
-    "E": "error",
-    "F": "error",
-    "!": "error",
-    "W": "warning",
-    "I": "info",
-    "V": "verbose",
-}
-_WORD_SEVERITY: dict[str, Severity] = {
-    "ERROR": "error",
-    "INTERNAL_ERROR": "error",
-    "FATAL": "error",
-    "CRITICAL": "error",
-    "WARNING": "warning",
-    "WARN": "warning",
-    "INFO": "info",
-    "VERBOSE": "verbose",
-    "DEBUG": "verbose",
-    "TRACE": "verbose",
-}
-_SOURCE_TAGS = frozenset({"TRT", "TENSORRT", "TRT-LLM", "TENSORRT-LLM"})
-# The levels a timestamp tag "[<date> LEVEL]" names: the TensorRT loggers that print it (ONNX
-# Runtime's TensorRT execution provider, onnx-tensorrt's backend) call kINTERNAL_ERROR "BUG"
-# and kVERBOSE "UNKNOWN".
-_STAMP_LEVELS: dict[str, Severity] = {**_WORD_SEVERITY, "BUG": "error", "UNKNOWN": "verbose"}
-
-# An untagged line that is a build-failed line starts a message of its own (FACTS: build-failed
-# lines are errors).
-_BUILD_FAILED_RE = re.compile(
-    r"&&&& FAILED\b|build serialized network failed|building (?:the )?engine failed"
-    r"|engine build(?:ing)? failed|failed to build (?:the )?(?:tensorrt )?engine",
-    re.IGNORECASE,
-)
-_NO_IMPLEMENTATION_RE = re.compile(r"Could not find any implementation", re.IGNORECASE)
-
-# What shipped the log, in front of each line (stripped, possibly several, before the rest).
-_SHIPPER_RE = re.compile(
-    r"""(?:
-        [A-Za-z0-9][\w.-]*[ \t]+\|(?:[ ]|$)                  # docker-compose: "face_1  | "
-      | \[pod/[^\]\s]+\][ ]                                  # kubectl logs --prefix
-      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d+Z[ ]          # docker/kubectl --timestamps
-      | \d{1,3}(?:\.\d{1,3}){3}:[ ]                            # talosctl logs: the node
-      | [A-Z][a-z]{2}[ ][ \d]\d[ ]\d{2}:\d{2}:\d{2}(?:\.\d+)?[ ] # journald short(-precise)
-        (?:[\w.-]+[ ])?[\w./@-]+(?:\[\d+\])?:[ ]
-      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})[ ]
-        [\w.-]+[ ][\w./@-]+(?:\[\d+\])?:[ ]                    # journald short-iso
-      | \[rank\d+\]:[ ]?                                      # torchrun
-    )""",
-    re.VERBOSE,
-)
-_MAX_SHIPPERS = 4
-# ONNX Runtime's logger, in front of each line it writes (its colour on a terminal, its time,
-# "[W:onnxruntime:<logger>, <file>:<line> <function>] "): a shipper's prefix where it carries
-# TensorRT's own messages (its TensorRT execution provider's logger, also behind Triton's
-# onnxruntime backend, in tensorrt_execution_provider.h), whose "[<date> WARNING]" is TensorRT's
-# severity; any other of its lines (session, graph, other execution providers) is ONNX Runtime's.
-_ORT_RE = re.compile(
-    rf"(?:\x1b\[[0-9;]*m)?(?:{_DATE_ISO}[ \t]+)?"
-    r"\[(?P<letter>[VIWEF]):onnxruntime:[^,\]\r\n]*,[ \t]*(?P<where>[^\]\r\n]*)\][ \t]?"
-)
-_ORT_TENSORRT_LOGGER = "tensorrt_execution_provider.h:"
-_ANSI_RESET = "\x1b[m"  # the end of ONNX Runtime's colour, at the end of its line
-# A line another program printed into the stream: it starts a message that is neither a
-# warning nor an error (and its untagged continuation lines are its own).
-_OTHER_PROGRAM_RE = re.compile(
-    r"""(?:
-        Traceback[ ]\(most[ ]recent[ ]call[ ]last\):
-      | \S+:\d+:[ ]\w*Warning:[ ]                              # Python's warnings module
-      | (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:           # Python logging's default
-      | (?:\([^)]*\)[ ]+)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ ]\d{2}-\d{2}[ ]\d{2}:\d{2}
-      | (?:\([\w.-]+\)[ ])?[\w.-]+@[\w.-]+:\S*[#$][ ]            # a shell prompt
-    )""",
-    re.VERBOSE,
-)
-
-
-class _Line(Struct, frozen=True):
-    """One physical line: whether a prefix starts a message, its severity and its text."""
-
-    starts: bool
-    severity: Severity | None
-    text: str
-    indented: bool
-    other: bool = False  # another program's line: a message that counts for nothing
-
-
-class _Prefix(Struct):
-    """A line's leading tokens: how many are known, the severity, where they end, a status line."""
-
-    known: int = 0
-    severity: Severity | None = None
-    end: int = 0
-    status: bool = False
-
-
-def _tag_kind(tag: str) -> tuple[bool, Severity | None]:
-    """(is a known tag, its severity) for the content of a ``[...]`` token."""
-    content = tag.strip()
-    if content in _LETTER_SEVERITY:
-        return True, _LETTER_SEVERITY[content]
-    upper = content.upper()
-    if upper in _WORD_SEVERITY:
-        return True, _WORD_SEVERITY[upper]
-    if upper in _SOURCE_TAGS or upper.startswith("TORCH-TENSORRT"):
-        return True, None
-    return False, None
-
-
-def _token_kind(match: re.Match[str]) -> tuple[bool, Severity | None]:
-    if match.group("tag") is not None:
-        return _tag_kind(match.group("tag"))
-    if match.group("word") is not None:
-        return True, _WORD_SEVERITY[match.group("word").upper()]
-    level = match.group("tslevel")
-    return True, _STAMP_LEVELS.get(level.upper()) if level else None
-
-
-def _token_end(match: re.Match[str]) -> int:
-    """Where a known token ends: DeepStream's ``[TRT]:`` colon goes with it, and the `` - `` after
-    ``[Torch-TensorRT ...]``; any other tag's `` - `` is the text's own bullet."""
-    sep = match.group("sep")
-    tag = match.group("tag")
-    if sep is not None and sep.endswith("-") and not tag.upper().startswith("TORCH-TENSORRT"):
-        return match.start("sep")
-    return match.end()
-
-
-def _read_prefix(raw: str) -> _Prefix:
-    """Walk the leading tokens. One unknown ``[...]`` (a launcher's process tag) may come first
-    when a known token follows it."""
-    prefix = _Prefix()
-    pos = 0
-    while (match := _TOKEN_RE.match(raw, pos)) is not None and match.end() > pos:
-        if match.group("status") is not None:
-            prefix.status = True
-            prefix.end = match.start("status")
-            break
-        known, severity = _token_kind(match)
-        if not known:
-            if pos != 0:
-                break
-            pos = match.end()
-            continue
-        prefix.known += 1
-        prefix.severity = prefix.severity or severity
-        prefix.end = pos = _token_end(match)
-    return prefix
-
-
-def _ort_line(raw: str) -> _Line | None:
-    """A line ONNX Runtime's logger wrote (`_ORT_RE`), else None. TensorRT's messages are read
-    as they are without the wrapper: by TensorRT's own severity tag, else by the level ONNX
-    Runtime logged them at; its other lines are another program's."""
-    match = _ORT_RE.match(raw)
-    if match is None:
-        return None
-    rest = raw[match.end() :].removesuffix(_ANSI_RESET)
-    if not match.group("where").startswith(_ORT_TENSORRT_LOGGER):
-        return _Line(True, None, rest.strip(), False, other=True)
-    line = _split_line(rest)
-    severity = line.severity or _LETTER_SEVERITY[match.group("letter")]
-    return _Line(True, severity, line.text, line.indented)
-
-
-def _split_line(raw: str) -> _Line:
-    prefix = _read_prefix(raw)
-    if prefix.status:
-        rest = raw[prefix.end :].strip()
-        severity: Severity | None = "error" if rest.startswith("&&&& FAILED") else None
-        return _Line(True, prefix.severity or severity, rest, False)
-    if prefix.known == 0:
-        text = raw.strip()
-        failed = _BUILD_FAILED_RE.match(text) is not None
-        if not failed and _OTHER_PROGRAM_RE.match(text) is not None:
-            return _Line(True, None, text, False, other=True)
-        return _Line(failed, "error" if failed else None, text, False)
-    rest = raw[prefix.end :]
-    indented = rest.startswith(("  ", "\t", " \t"))
-    return _Line(True, prefix.severity, rest.strip(), indented)
-
-
-# --------------------------------------------------------------------------- classification
-
-_WEIGHT_REPORT_RE = re.compile(
-    r"- \d+ weights are affected by this issue"
-    r"|If this is not the desired behavior, please modify the weights"
-    r"|Check verbose logs for the list of affected weights"
-)
-
-_DLA_GPU_RE = re.compile(
-    r"device type to GPU|not (?:supported|running) on DLA, falling back to GPU"
-    r"|Switching to GPU (?:fallback|for layer)|(?:falling|fall|fell) ?back to GPU",
-    re.IGNORECASE,
-)
-_DLA_LAYER_RES = (
-    re.compile(r"^Layer '(?P<name>.+?)' \([^)]*\):"),
-    re.compile(r"Switching (?!this layer's)(?P<name>.+?) device type to GPU"),
-    re.compile(r"but layer (?P<name>.+?) is not (?:supported|running) on DLA"),
-    re.compile(r"Validation failed for DLA layer: (?P<name>.+?)\. Switching to GPU fallback"),
-    re.compile(r"Switching to GPU for layer (?P<name>.+?)\.?\s*$"),
-)
-# DLA was asked for every layer and none can run there: the whole network runs on the GPU
-_NO_DLA_LAYER_RE = re.compile(
-    r"setDefaultDeviceType was called but no layer in the network can run on DLA"
-)
-
-_MISSING_SCALE_RE = re.compile(
-    r"Missing (?:scale and zero-point|dynamic range) for tensor:? (?P<name>.+?)"
-    r"(?:, expect fall ?back\b.*)?$"
-)
-_REJECT_INT8_RE = re.compile(
-    r"Rejecting some int8 implementation of layer (?P<name>.+?) due to missing int8 scales",
-    re.IGNORECASE,
-)
-_NON_INT8_RE = re.compile(r"fall ?back to non-int8", re.IGNORECASE)
-_TENSOR_NAME_RE = re.compile(r"for tensor (?P<name>.+?)(?:,| for nbSpatialDims|$)")
-
-_PRECISION = r"FP32|FP16|BF16|TF32|FP8|INT8|INT4|FP4|float32|float16|half"
-_RUNNING_IN_RE = re.compile(
-    rf"(?<!to )\b(?:running|runs|will run|run|executing|executed|kept|keeping|"
-    rf"fall(?:s|ing)? ?back to|fallback to|fell back to|revert(?:ed|ing)? to)"
-    rf"\s+(?:in\s+|at\s+)?(?P<to>{_PRECISION})\b",
-    re.IGNORECASE,
-)
-_PRECISION_TOKEN_RE = re.compile(rf"\b(?P<p>{_PRECISION}|int8|Int8)\b", re.IGNORECASE)
-_ADVICE_RE = re.compile(r"\b(?:can help|may cause|consider|recommend)", re.IGNORECASE)
-_PRECISION_HINTS = ("FP", "INT", "TF32", "FLOAT", "HALF")
-_RANK = {"FP32": 32, "TF32": 19, "FP16": 16, "BF16": 16, "FP8": 8, "INT8": 8, "INT4": 4, "FP4": 4}
-_ALIASES = {"FLOAT32": "FP32", "FLOAT16": "FP16", "HALF": "FP16"}
-
-_SKIPPING_TACTIC_RE = re.compile(r"Skipping tactic\b")  # also "UNSUPPORTED_STATESkipping"
-_NO_WORKSPACE_RE = re.compile(r"Some tactics do not have sufficient workspace memory")
-_FALLBACK_TO_RE = re.compile(r"\b(?:fall(?:s|ing)? ?back|fallback|fell back)\s+(?:to|on)\b", re.I)
-
-_LAYER_RES = (
-    re.compile(r"^Layer '(?P<name>[^']+)'"),
-    re.compile(r'^Layer "(?P<name>[^"]+)"'),
-    re.compile(r"^Layer (?P<name>[^\s:'\"(][^:]*?): "),
-    re.compile(r"\b[Ll]ayer '(?P<name>[^']+)'"),
-    re.compile(r'\b[Ll]ayer "(?P<name>[^"]+)"'),
-    re.compile(r"\b(?:for|of|in) [Ll]ayer:? (?P<name>[^\s,;'\"]+?)[.,;:]?(?=\s|$)"),
-    re.compile(r"^(?P<name>[^\s:]*[a-z/.][^\s:]*): "),
-)
-
-
-def _layer_of(text: str) -> str | None:
-    for pattern in _LAYER_RES:
-        match = pattern.search(text)
-        if match is not None:
-            return match.group("name")
-    return None
-
-
-def _precision_name(token: str) -> str:
-    upper = token.upper()
-    return _ALIASES.get(upper, upper)
-
-
-def _dla_fallback(text: str) -> Fallback | None:
-    if _NO_DLA_LAYER_RE.search(text) is not None:
-        return Fallback(None, text)
-    if _DLA_GPU_RE.search(text) is None:
-        return None
-    for pattern in _DLA_LAYER_RES:
-        match = pattern.search(text)
-        if match is not None:
-            return Fallback(match.group("name"), text)
-    return Fallback(_layer_of(text), text)
-
-
-def _int8_fallback(text: str, enabled: frozenset[str]) -> PrecisionFallback | None:
-    """INT8 implementations dropped for a missing scale / dynamic range."""
-    match = _MISSING_SCALE_RE.search(text) or _REJECT_INT8_RE.search(text)
-    if match is None and _NON_INT8_RE.search(text):
-        match = _TENSOR_NAME_RE.search(text)
-    if match is None:
-        return None
-    actual = "FP16" if "FP16" in enabled else "BF16" if "BF16" in enabled else "FP32"
-    return PrecisionFallback(match.group("name"), "INT8", actual)
-
-
-def _requested_precision(text: str, actual: str, enabled: frozenset[str]) -> str | None:
-    """The precision asked for: a lower one the message names, else the lowest one the build
-    enabled below ``actual``, else None."""
-    limit = _RANK[actual]
-    for match in _PRECISION_TOKEN_RE.finditer(text):
-        name = _precision_name(match.group("p"))
-        if _RANK[name] < limit:
-            return name
-    lower = [name for name in enabled if _RANK[name] < limit]
-    return min(lower, key=lambda name: _RANK[name]) if lower else None
-
-
-def _names_higher(text: str, actual: str) -> bool:
-    limit = _RANK[actual]
-    names = (_precision_name(m.group("p")) for m in _PRECISION_TOKEN_RE.finditer(text))
-    return any(_RANK[name] > limit for name in names)
-
-
-def _higher_precision(text: str, enabled: frozenset[str]) -> PrecisionFallback | None:
-    """``running in FP32``-style messages: a layer kept at a higher precision than asked."""
-    match = _RUNNING_IN_RE.search(text)
-    if match is None or _ADVICE_RE.search(text):
-        return None
-    actual = _precision_name(match.group("to"))
-    rest = text[: match.start("to")] + text[match.end("to") :]
-    requested = _requested_precision(rest, actual, enabled)
-    if requested is None and _names_higher(rest, actual):
-        return None  # moved down from a named higher precision: a slower path is not this kind
-    return PrecisionFallback(_layer_of(text), requested, actual)
-
-
-def _slow_path(text: str) -> Fallback | None:
-    """Skipped tactics, too little workspace, explicit ``fallback to X``."""
-    if _NO_IMPLEMENTATION_RE.search(text):
-        return None
-    if _SKIPPING_TACTIC_RE.search(text) or _NO_WORKSPACE_RE.search(text):
-        return Fallback(None, text)
-    if _FALLBACK_TO_RE.search(text):
-        return Fallback(_layer_of(text), text)
-    return None
-
-
-def _classify(text: str, enabled: frozenset[str]) -> Fallback | PrecisionFallback | None:
-    """The fallback a (non-error) message's first line reports, if any. A DLA->GPU switch is a
-    fallback even when it names precisions; INT8/precision checks come before the generic
-    ``fallback to`` so that "expect fall back to non-int8" is a precision fallback.
-
-    Plain substring tests skip the regular expressions for the many lines that cannot match.
-    """
-    upper = text.upper()
-    if ("GPU" in upper or "DLA" in upper) and (found := _dla_fallback(text)) is not None:
-        return found
-    if ("INT8" in upper or "MISSING " in upper) and (
-        int8 := _int8_fallback(text, enabled)
-    ) is not None:
-        return int8
-    if (
-        any(word in upper for word in _PRECISION_HINTS)
-        and (higher := _higher_precision(text, enabled)) is not None
-    ):
-        return higher
-    if "TACTIC" in upper or "BACK" in upper:
-        return _slow_path(text)
-    return None
-
-
-def _is_error(severity: Severity | None, first: str) -> bool:
-    if severity == "error":
-        return True
-    return severity is None and bool(
-        _BUILD_FAILED_RE.search(first) or _NO_IMPLEMENTATION_RE.search(first)
-    )
-
-
-# --------------------------------------------------------------------------- per-line facts
-
-_VERSION_LINE_RE = re.compile(r"\bTensorRT version:?\s+v?(?P<v>\d+\.\d+(?:\.\d+)?)")
-_VERSION_BANNER_RE = re.compile(r"\[TensorRT v(?P<n>\d{4,6})\]")
-_SELECTED_DEVICE_RE = re.compile(r"^Selected Device: (?P<gpu>.+?)\s*$")
-_BUILT_FOR_RE = re.compile(r"\bEngine built for GPU(?: \d+)? \((?P<gpu>[^)]+)\)")
-_PLAN_COMPUTE_RE = re.compile(r"expecting compute \d+\.\d+ got compute (?P<cc>\d+\.\d)\b")
-_CAPABILITY_RE = re.compile(r"\b[Cc]ompute [Cc]apability:?\s+(?P<cc>\d{1,2}\.\d)\b")
-_SM_RE = re.compile(r"\b(?:SM|sm)_(?P<n>\d{2,3})[a-f]?\b")
-_PRECISION_BANNER_RE = re.compile(r"^Precision: (?P<p>.+)$")
-_CLI_PRECISION_RE = re.compile(r"--(?P<p>fp16|bf16|int8|fp8|best)\b")
-_LAYERS_FINAL_RE = re.compile(r"\bBuilder completed with (?P<n>\d+) layers")
-_LAYERS_AFTER_RE = re.compile(r"^After [^:]+: (?P<n>\d+) layers\b")
-_LAYERS_ORIGINAL_RE = re.compile(r"^Original: (?P<n>\d+) layers\b")
-_LAYER_COUNT_RES = ((3, _LAYERS_FINAL_RE), (2, _LAYERS_AFTER_RE), (1, _LAYERS_ORIGINAL_RE))
-_FUSED_RE = re.compile(r"\bfused (?P<n>\d+)\b", re.IGNORECASE)
-_FUSING_RE = re.compile(r"\bFusing \S.*? with \S")
-_GENERATION_RE = re.compile(r"\bEngine generation completed in (?P<s>\d+(?:\.\d+)?) seconds")
-_APP_BUILT_RE = re.compile(
-    r"^(?:Engine built in|Finished engine building in) (?P<s>\d+(?:\.\d+)?) (?:sec|seconds)\b"
-)
-_ALL_ENGINES_RE = re.compile(
-    r"\bTotal time of building all engines: (?P<h>\d+):(?P<m>\d{2}):(?P<s>\d{2})"
-)
-_MEM_NOW_RE = re.compile(r"now: CPU [\d.]+(?: ?MiB)?, GPU (?P<gpu>\d+(?:\.\d+)?)")
-_MEM_GPU_RE = re.compile(r"\bGPU:? (?P<gpu>\d+(?:\.\d+)?) ?MiB")
-
-
-def _banner_version(number: str) -> str:
-    """trtexec's ``[TensorRT vN]``: TRT 10+ is major*10000+minor*100+patch (100800 = 10.8.0),
-    earlier major*1000+minor*100+patch (8601 = 8.6.1, 8003 = 8.0.3)."""
-    value = int(number)
-    if value >= 100_000:
-        major, rest = divmod(value, 10_000)
-    else:
-        major, rest = divmod(value, 1_000)
-    minor, patch = divmod(rest, 100)
-    return f"{major}.{minor}.{patch}"
-
-
-class _Facts(Struct):
-    """Facts read line by line, whichever message a line belongs to."""
-
-    version: str | None = None
-    gpu: str | None = None
-    sm: str | None = None
-    sm_rank: int = 0
-    enabled: frozenset[str] = frozenset()
-    layers: int | None = None
-    layers_rank: int = 0
-    fused: int | None = None
-    fusing: int = 0
-    generation_s: float = 0.0
-    generation_seen: bool = False
-    app_build_s: float | None = None
-    all_engines_s: float | None = None
-    peak_gpu_mib: float | None = None
-
-    def observe(self, text: str) -> None:
-        self._version(text)
-        self._device(text)
-        self._precisions(text)
-        self._graph(text)
-        self._timing(text)
-        self._memory(text)
-
-    def _version(self, text: str) -> None:
-        if self.version is not None or "TensorRT v" not in text:
-            return
-        if (line := _VERSION_LINE_RE.search(text)) is not None:
-            self.version = line.group("v")
-        elif (banner := _VERSION_BANNER_RE.search(text)) is not None:
-            self.version = _banner_version(banner.group("n"))
-
-    def _device(self, text: str) -> None:
-        if self.gpu is None and ("Selected Device: " in text or "Engine built for" in text):
-            match = _SELECTED_DEVICE_RE.search(text) or _BUILT_FOR_RE.search(text)
-            if match is not None:
-                self.gpu = match.group("gpu")
-        # The engine plan's own compute capability beats the device banner, which beats an
-        # SM_XY mention; within a kind the first printed wins.
-        if self.sm_rank < 3 and ("apability" in text or "got compute" in text):
-            for rank, pattern in ((3, _PLAN_COMPUTE_RE), (2, _CAPABILITY_RE)):
-                if self.sm_rank < rank and (match := pattern.search(text)) is not None:
-                    self.sm, self.sm_rank = sm_from_capability(match.group("cc")), rank
-        if self.sm_rank < 1 and ("SM_" in text or "sm_" in text):
-            if (mention := _SM_RE.search(text)) is not None:
-                self.sm, self.sm_rank = f"sm_{mention.group('n')}", 1
-
-    def _precisions(self, text: str) -> None:
-        if not text.startswith(("Precision: ", "&&&& RUNNING")):
-            return
-        if (banner := _PRECISION_BANNER_RE.search(text)) is not None:
-            names = {_precision_name(p.strip()) for p in banner.group("p").split("+")}
-            self.enabled = self.enabled | frozenset(names & _RANK.keys())
-        elif text.startswith("&&&& RUNNING"):
-            flags = {m.group("p").upper() for m in _CLI_PRECISION_RE.finditer(text)}
-            if "BEST" in flags:
-                flags |= {"FP16", "INT8"}
-            self.enabled = self.enabled | frozenset(flags & _RANK.keys())
-
-    def _graph(self, text: str) -> None:
-        if " layers" in text:
-            for rank, pattern in _LAYER_COUNT_RES:
-                if self.layers_rank <= rank and (match := pattern.search(text)) is not None:
-                    self.layers, self.layers_rank = int(match.group("n")), rank
-                    break
-        if self.fused is None and "used " in text:
-            if (fused := _FUSED_RE.search(text)) is not None:
-                self.fused = int(fused.group("n"))
-        if "Fusing " in text and _FUSING_RE.search(text) is not None:
-            self.fusing += 1
-
-    def _timing(self, text: str) -> None:
-        if " in " not in text and "all engines" not in text:
-            return
-        if (generation := _GENERATION_RE.search(text)) is not None:
-            self.generation_s += float(generation.group("s"))
-            self.generation_seen = True
-        elif (app := _APP_BUILT_RE.search(text)) is not None:
-            self.app_build_s = float(app.group("s"))
-        elif (total := _ALL_ENGINES_RE.search(text)) is not None:
-            hours, minutes, seconds = (int(total.group(k)) for k in ("h", "m", "s"))
-            self.all_engines_s = float(hours * 3600 + minutes * 60 + seconds)
-
-    def _memory(self, text: str) -> None:
-        if "[MemUsage" not in text:
-            return
-        match = _MEM_NOW_RE.search(text) or _MEM_GPU_RE.search(text)
-        if match is not None:
-            value = float(match.group("gpu"))
-            peak = self.peak_gpu_mib
-            self.peak_gpu_mib = value if peak is None else max(peak, value)
-
-    def build_time_s(self) -> float | None:
-        if self.all_engines_s is not None:
-            return self.all_engines_s
-        if self.app_build_s is not None:
-            return self.app_build_s
-        return round(self.generation_s, 6) if self.generation_seen else None
-
-    def fused_count(self) -> int | None:
-        if self.fused is not None:
-            return self.fused
-        return self.fusing or None
-
-
 # --------------------------------------------------------------------------- the scanner
 
 
@@ -689,7 +147,7 @@ class _Message(Struct):
         return "\n".join(self.parts)
 
 
-def _new_message(line: _Line, counted: bool) -> _Message:
+def _new_message(line: Line, counted: bool) -> _Message:
     message = _Message(line.severity, counted and not line.other, line.text[:MAX_TEXT_CHARS])
     message.other = line.other
     message.first_cut = len(line.text) > MAX_TEXT_CHARS
@@ -741,13 +199,13 @@ class _Scanner:
     __slots__ = ("facts", "message", "totals")
 
     def __init__(self, cap: int) -> None:
-        self.facts = _Facts()
+        self.facts = LogFacts()
         self.totals = _Totals(cap)
         self.message: _Message | None = None
 
     def feed(self, raw: str) -> None:
-        raw = _unshipped(raw[:MAX_LINE_CHARS].rstrip())
-        line = _ort_line(raw) or _split_line(raw)
+        raw = unshipped(raw[:MAX_LINE_CHARS].rstrip())
+        line = read_line(raw)
         if line.text:
             self.facts.observe(line.text)
         if not line.starts:
@@ -765,10 +223,10 @@ class _Scanner:
         self.close()
         self.message = _new_message(line, counted=not self._follow_up(line))
 
-    def _follow_up(self, line: _Line) -> bool:
-        return line.severity == "warning" and _WEIGHT_REPORT_RE.match(line.text) is not None
+    def _follow_up(self, line: Line) -> bool:
+        return line.severity == "warning" and WEIGHT_REPORT_RE.match(line.text) is not None
 
-    def _joins(self, line: _Line) -> bool:
+    def _joins(self, line: Line) -> bool:
         """A tagged line that cannot stand alone continues the message above it."""
         current = self.message
         if current is None or line.severity is None or line.severity != current.severity:
@@ -780,13 +238,13 @@ class _Scanner:
         if message is None or message.other:
             return
         totals = self.totals
-        if _is_error(message.severity, message.first):
+        if is_error(message.severity, message.first):
             totals.cut = totals.cut or message.cut
             totals.error(message.text())
             return
         if message.severity == "warning" and message.counted:
             totals.warnings += 1
-        if message.first and (item := _classify(message.first, self.facts.enabled)) is not None:
+        if message.first and (item := classify(message.first, self.facts.enabled)) is not None:
             totals.cut = totals.cut or message.first_cut
             totals.fallback(item)
 
@@ -811,16 +269,6 @@ class _Scanner:
             precision_fallbacks_total=totals.precision_total,
             errors_total=totals.errors_total,
         )
-
-
-def _unshipped(raw: str) -> str:
-    """The line without the prefixes of what shipped the log."""
-    for _ in range(_MAX_SHIPPERS):
-        match = _SHIPPER_RE.match(raw)
-        if match is None or match.end() == 0:
-            break
-        raw = raw[match.end() :]
-    return raw
 
 
 def scan_trt_log(lines: Iterable[str], file: str, *, max_items: int = MAX_ITEMS) -> TrtLog:

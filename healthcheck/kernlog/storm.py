@@ -45,38 +45,6 @@ class Group:
             if self.latest is None or at > self.latest:
                 self.latest = at
 
-    def add_run(self, run: Run) -> None:
-        """`add` of each event of the run, in its order (its places rise)."""
-        self.count += len(run.whens)
-        if run.last_index > self.last_at:
-            self.last_at, self.last = run.last_index, run.whens[-1]
-        if run.first_index < self.first_at:
-            self.first_at, self.first = run.first_index, run.whens[0]
-        if run.earliest is not None:
-            if self.earliest is None or run.earliest < self.earliest:
-                self.earliest = run.earliest
-            if self.latest is None or run.latest > self.latest:  # type: ignore[operator]
-                self.latest = run.latest
-
-
-class Run:
-    """Events of one group at rising places (the first and the last given), one per time of
-    `whens` (the reports of a storm that differ only in their time), with the smallest and
-    largest of their times in seconds (`ats`, None where a time has none)."""
-
-    __slots__ = ("earliest", "first_index", "last_index", "latest", "timed", "whens")
-
-    def __init__(
-        self, first_index: int, last_index: int, whens: list[str | None], ats: list[float | None]
-    ) -> None:
-        self.whens = whens
-        self.first_index = first_index
-        self.last_index = last_index
-        timed = [at for at in ats if at is not None]
-        self.timed = len(timed)
-        self.earliest = min(timed) if timed else None
-        self.latest = max(timed) if timed else None
-
 
 class BoundedEvents(Generic[E]):
     """The first `limit` events, their number, and their groups by `key`.
@@ -120,18 +88,6 @@ class BoundedEvents(Generic[E]):
             self.groups[key] = Group(key, index, when, at)
         else:
             group.add(index, when, at)
-
-    def add_run(self, key: tuple[Hashable, ...], run: Run) -> None:
-        """`add_keyed` of each event of a run of `key`, all at places from `limit` on (none
-        of them kept)."""
-        assert run.first_index >= self.limit
-        self.count += len(run.whens)
-        group = self.groups.get(key)
-        if group is None:
-            group = self.groups[key] = Group(key, run.first_index, run.whens[0], None)
-            group.count = 0
-            group.earliest = group.latest = None
-        group.add_run(run)
 
     def extend(self, events: Iterable[E]) -> BoundedEvents[E]:
         for event in events:

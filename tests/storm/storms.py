@@ -190,6 +190,90 @@ def storm(path: Path, reports: int, stamp: Stamp = bracket, seed: int = 3) -> No
                 step += 1
 
 
+# -- random mixes of the report kinds above (the AER differential's inputs: `aer_recorded.py`)
+
+AER_REPORTS = [make for weight, make in REPORTS if "Xid" not in "".join(make(DEVICES[0]))]
+OTHER_PORT = "0000:00:02.0"
+MIX_FILLER = "EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro"
+
+
+def report(rng: random.Random) -> list[str]:
+    """One AER report of a random kind and device, now and then logged by another port, cut
+    off, with a detail line printed twice, or with a second device's block under its header."""
+    lines = rng.choice(AER_REPORTS)(rng.choice(DEVICES))
+    shape = rng.random()
+    if shape < 0.1:  # another port logged it
+        lines = [line.replace(PORT, OTHER_PORT) for line in lines]
+    elif shape < 0.2:  # cut off at a random line
+        lines = lines[: rng.randint(1, len(lines))]
+    elif shape < 0.3 and len(lines) > 1:  # a detail line printed twice
+        at = rng.randrange(1, len(lines))
+        lines = [*lines[: at + 1], lines[at], *lines[at + 1 :]]
+    elif shape < 0.4:  # a second device's block under the same header
+        other = rng.choice(DEVICES)
+        lines = [*lines, *(line for line in AER_REPORTS[0](other)[1:])]
+    return lines
+
+
+def mixed_log(seed: int) -> list[str]:
+    """Up to 400 lines of random reports (`report`), other lines between, and now and then
+    two reports' lines interleaved."""
+    rng = random.Random(seed)
+    stamp = rng.choice((bracket, syslog, kmsg))
+    lines: list[str] = []
+    while len(lines) < rng.randint(1, 400):
+        lines += report(rng)
+        if rng.random() < 0.3:
+            lines.append(MIX_FILLER)
+    if rng.random() < 0.3:  # two reports' lines interleaved
+        at = rng.randrange(len(lines))
+        lines[at:at] = report(rng)[::-1]
+    return [stamp(step) + line for step, line in enumerate(lines)]
+
+
+def storm_log(seed: int) -> list[str]:
+    """Past 1,000 events: a few report kinds on a few devices over and over (a storm), now
+    and then another kind, a cut-off or repeated line, or noise."""
+    rng = random.Random(seed)
+    stamp = rng.choice((bracket, bracket, syslog, kmsg, relative))
+    kinds = [(rng.choice(AER_REPORTS), rng.choice(DEVICES)) for _ in range(rng.randint(1, 4))]
+    lines: list[str] = []
+    for _ in range(rng.randint(1500, 2500)):
+        if rng.random() < 0.03:
+            lines += report(rng)
+        else:
+            make, device = rng.choice(kinds)
+            lines += make(device)
+    return [stamp(step) + line for step, line in enumerate(lines)]
+
+
+# -- corrected storms on the two GPUs (the streaming tests)
+
+CORRECTED = (
+    "[{t:.6f}] pcieport 0000:00:01.0: AER: Corrected error message received from {d}",
+    "[{t:.6f}] nvidia {d}: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
+    " (Receiver ID)",
+    "[{t:.6f}] nvidia {d}:   device [10de:2335] error status/mask=00000001/0000e000",
+    "[{t:.6f}] nvidia {d}:    [ 0] RxErr                  (First)",
+)
+FATAL = (
+    "[{t:.6f}] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL"
+    " received from {d}"
+)
+
+
+def corrected_storm(reports: int, fatal_every: int = 0) -> list[str]:
+    """`reports` corrected reports on two GPUs, a fatal containment every `fatal_every`."""
+    lines: list[str] = []
+    for n in range(reports):
+        device = GPU0 if n % 2 else GPU1
+        if fatal_every and n % fatal_every == fatal_every - 1:
+            lines.append(FATAL.format(t=n * 0.5, d=device))
+        else:
+            lines.extend(row.format(t=n * 0.5, d=device) for row in CORRECTED)
+    return lines
+
+
 def tally_of(lines: list[str], handler_type: type[AerLines] = AerLines) -> AerTally:
     """The AER tally of raw log lines, read by `handler_type` (the parser, or a variant)."""
     handler = handler_type()

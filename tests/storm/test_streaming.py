@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from sitscheck.checks.pcie_aer import parse as aer_parse
 from sitscheck.checks.pcie_aer.judge import GpuPath, findings, gpu_summary
-from sitscheck.checks.pcie_aer.parse import AerEvent, AerLines, parse_aer
+from sitscheck.checks.pcie_aer.parse import AerLines, parse_aer
+from sitscheck.checks.pcie_aer.reports import FLUSH_EVERY, MAX_HELD
+from sitscheck.checks.pcie_aer.resolve import KNOWN, Draft, Resolver
 from sitscheck.checks.pcie_aer.tally import AerTally
+from sitscheck.checks.pcie_aer.wordings import UNCORRECTABLE
 from sitscheck.checks.xid.judge import group_events
 from sitscheck.checks.xid.parse import XidLines, parse_xid
 from sitscheck.checks.xid.tally import XidTally
@@ -29,31 +31,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from storms import GPU0, GPU1, STAMPS, storm, tally_of  # noqa: E402
-
-CORRECTED = (
-    "[{t:.6f}] pcieport 0000:00:01.0: AER: Corrected error message received from {d}",
-    "[{t:.6f}] nvidia {d}: PCIe Bus Error: severity=Correctable, type=Physical Layer,"
-    " (Receiver ID)",
-    "[{t:.6f}] nvidia {d}:   device [10de:2335] error status/mask=00000001/0000e000",
-    "[{t:.6f}] nvidia {d}:    [ 0] RxErr                  (First)",
-)
-FATAL = (
-    "[{t:.6f}] pcieport 0000:00:01.0: DPC: containment event, status:0x000d, ERR_FATAL"
-    " received from {d}"
-)
-
-
-def corrected_storm(reports: int, fatal_every: int = 0) -> list[str]:
-    """`reports` corrected reports on two GPUs, a fatal containment every `fatal_every`."""
-    lines: list[str] = []
-    for n in range(reports):
-        device = GPU0 if n % 2 else GPU1
-        if fatal_every and n % fatal_every == fatal_every - 1:
-            lines.append(FATAL.format(t=n * 0.5, d=device))
-        else:
-            lines.extend(row.format(t=n * 0.5, d=device) for row in CORRECTED)
-    return lines
+from storms import GPU0, GPU1, STAMPS, corrected_storm, storm, tally_of  # noqa: E402
 
 
 def paths() -> list[GpuPath]:
@@ -139,63 +117,58 @@ def test_xid_groups_streamed_are_those_of_the_whole_list(tmp_path: Path) -> None
 # -- draft severities: the algorithm that ran over the whole list at the end, kept as the
 # reference (the code before the streaming change, checks/pcie_aer/parse.py)
 
+Item = tuple[
+    str | None, str | None
+]  # a report's device and severity (None, UNCORRECTABLE: a draft)
 
-def _reference(items: list[aer_parse._Item]) -> list[str]:
-    for index, draft in enumerate(items):
-        if isinstance(draft, AerEvent):
+
+def _reference(items: list[Item]) -> list[str]:
+    settled = [severity for _, severity in items]
+    for index, (device, severity) in enumerate(items):
+        if severity in KNOWN:
             continue
-        wanted = ("nonfatal", "fatal") if draft.severity == aer_parse._UNCORRECTABLE else None
-        found = _nearest(items, index, wanted)
-        if found is not None:
-            draft.severity = found
-        else:
-            draft.severity = (
-                "nonfatal" if draft.severity == aer_parse._UNCORRECTABLE else "corrected"
-            )
-    return [item.severity or "" for item in items]
+        wanted = ("nonfatal", "fatal") if severity == UNCORRECTABLE else None
+        found = _nearest(items, settled, index, device, wanted)
+        if found is None:
+            found = "nonfatal" if severity == UNCORRECTABLE else "corrected"
+        settled[index] = found
+    return [severity or "" for severity in settled]
 
 
 def _nearest(
-    items: list[aer_parse._Item], index: int, wanted: tuple[str, ...] | None
+    items: list[Item],
+    settled: list[str | None],
+    index: int,
+    device: str | None,
+    wanted: tuple[str, ...] | None,
 ) -> str | None:
-    device = items[index].device
     if device is None:
         return None
     known = ("corrected", "nonfatal", "fatal") if wanted is None else wanted
     for distance in range(1, len(items)):
         for other in (index + distance, index - distance):
             if 0 <= other < len(items):
-                candidate = items[other]
-                if candidate.device == device and candidate.severity in known:
-                    return candidate.severity
+                if items[other][0] == device and settled[other] in known:
+                    return settled[other]
     return None
 
 
-def _random_items(rng: random.Random, n: int) -> list[aer_parse._Item]:
-    items: list[aer_parse._Item] = []
-    for _ in range(n):
-        device = rng.choice(("0000:01:00.0", "0000:02:00.0", "0000:03:00.0", None))
-        severity = rng.choice(("corrected", "nonfatal", "fatal", None, aer_parse._UNCORRECTABLE))
-        items.append(
-            aer_parse._item(None, None, device, None, severity, None, False, None, (), False, {})
-        )
-    return items
+def _random_items(rng: random.Random, n: int) -> list[Item]:
+    devices = ("0000:01:00.0", "0000:02:00.0", "0000:03:00.0", None)
+    severities = ("corrected", "nonfatal", "fatal", None, UNCORRECTABLE)
+    return [(rng.choice(devices), rng.choice(severities)) for _ in range(n)]
 
 
 def test_draft_severities_are_settled_as_the_whole_list_settled_them() -> None:
     for seed in range(400):
         rng = random.Random(seed)
         items = _random_items(rng, rng.randint(1, 40))
-        rng = random.Random(seed)
-        again = _random_items(rng, rng.randint(1, 40))  # the same, for the reference to settle
         got: dict[int, str] = {}
-        resolver = aer_parse._Resolver(
-            lambda index, event, time, got=got: got.__setitem__(index, event.severity)
-        )
-        for item in items:
-            resolver.push(item, None)
+        resolver = Resolver(lambda index, event, got=got: got.__setitem__(index, event.severity))
+        for device, severity in items:
+            resolver.push(Draft(None, None, device, None, severity, None, False, None, (), False))
         resolver.finish()
-        assert [got[i] for i in range(len(items))] == _reference(again), seed
+        assert [got[i] for i in range(len(items))] == _reference(items), seed
 
 
 # -- memory: what a handler holds does not grow with the events it was fed
@@ -250,7 +223,7 @@ def test_a_report_held_open_while_thousands_pass_is_closed_and_memory_stays_boun
     handler = AerLines()
     for line in iter_kernel_lines([open_one, *corrected_storm(10_000)]):
         handler.feed_text(line.body, line.time)
-        assert len(handler._state.slots) <= aer_parse._MAX_HELD + aer_parse._FLUSH_EVERY + 1
+        assert len(handler._reports.slots) <= MAX_HELD + FLUSH_EVERY + 1
     tally = handler.finish()
     assert tally is not None and tally.count == 10_001
     assert tally.uncorrected[("fatal", GPU0)].count == 1
