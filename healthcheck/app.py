@@ -109,8 +109,8 @@ def live_options(
     config: RunConfig, declared: DeclaredEvidence, load_margin_s: float = 2.0
 ) -> LiveOptions:
     """`load_margin_s`: how long the --load probe outlasts the sampling window."""
-    from .probes.bandwidth.probe import budget_s
     from .sources.live import LiveOptions
+    from .workloads.bandwidth import budget_s
 
     return LiveOptions(
         command_timeout_s=config.command_timeout_s,
@@ -194,7 +194,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
     skipped_for_driver = any(r.skip_reason == driver.detail for r in results)
     note = interrupt.note(f"GPU checks skipped: {driver.detail}" if skipped_for_driver else None)
-    from .accept.records import accepted_without
+    from .contract.phase_record import accepted_without
 
     left_out = accepted_without([r.skip_reason for r in results], [r.name for r in results])
     note = "; ".join(n for n in (note, left_out) if n) or None

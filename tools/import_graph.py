@@ -24,13 +24,16 @@ FOLDERS = {"healthcheck": "sitscheck", "checks": "sitscheck.checks", "rules": "s
 # ("" is the package itself). What a check declares feeds the sources ("each check's declared
 # evidence"), so the declarations lie below them; what a check receives wraps the sources, so
 # the contract's context lies above them; the runner runs the checks; the engine judges them.
+# A declared workload's parent side (`workloads`: its children run, the GPUs read around them)
+# serves the live sources (`--load`, `--bandwidth`) as well as `accept`, so it is a source;
+# the record a phase writes is read by the checks through the contract (`contract.phase_record`).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("", "errors", "printable", "threads", "status", "address_space", "models",
               "config", "rules")),
     ("declarations", ("contract.declarations", "contract.evidence", "contract.registry",
                       "contract.plugins", "contract.facts", "contract.settings",
                       "contract.vanished", "kernlog.anchor")),
-    ("sources", ("sources", "kernlog", "smi")),
+    ("sources", ("sources", "kernlog", "smi", "workloads")),
     ("check contract", ("contract",)),
     ("gpu view", ("gpu",)),
     ("checks", ("checks", "probes")),

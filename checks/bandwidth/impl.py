@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sitscheck.accept.records import applicable as accept_applicable
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
+from sitscheck.contract.phase_record import applicable as accept_applicable
 from sitscheck.gpu.judging import skip_unless_driver
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.sources.base import Sources

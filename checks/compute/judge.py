@@ -6,9 +6,16 @@ import math
 from collections import Counter
 from typing import Any
 
-from sitscheck.accept.records import Entry, PhaseRecord, applicable, count, finite, judge_phase
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput, Sources
+from sitscheck.contract.phase_record import (
+    Entry,
+    PhaseRecord,
+    applicable,
+    count,
+    finite,
+    judge_phase,
+)
 from sitscheck.models import Finding, Metric, Severity
 
 from .check import RECORD

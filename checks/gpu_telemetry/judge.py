@@ -24,7 +24,7 @@ READ_KEYS = (
     "gpm",
     "memory",
     "energy",
-    "load",  # `run --load`: a GPU the load did not keep busy through the window (`probes.load`)
+    "load",  # `run --load`: a GPU the load did not keep busy through the window (`workloads.load`)
 )
 # NVLink throughput has two sources (GPM, the window's counters): a failed read of one is the
 # check's error only where the other gives no rate either.

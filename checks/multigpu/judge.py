@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.accept.records import (
+from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput, Sources
+from sitscheck.contract.phase_record import (
     Entry,
     PhaseRecord,
     RecordError,
@@ -23,8 +25,6 @@ from sitscheck.accept.records import (
     no_gpu_took_part,
     parse_record,
 )
-from sitscheck.config import RunConfig
-from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Severity
 from sitscheck.probes.nccl import STARTING
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from sitscheck.accept.records import PhaseRecord, RecordError, count, parse_record
 from sitscheck.contract import Sources
+from sitscheck.contract.phase_record import PhaseRecord, RecordError, count, parse_record
 
 from .check import RECORD
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sitscheck.accept.records import (
+from sitscheck.config import RunConfig
+from sitscheck.contract import CheckContext, CheckOutput, Sources
+from sitscheck.contract.phase_record import (
     Entry,
     PhaseRecord,
     applicable,
@@ -13,8 +15,6 @@ from sitscheck.accept.records import (
     median,
     percentile,
 )
-from sitscheck.config import RunConfig
-from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.models import Finding, Metric, Severity
 
 from .check import RECORD

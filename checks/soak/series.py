@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from sitscheck.accept.records import Entry, median
+from sitscheck.contract.phase_record import Entry, median
 from sitscheck.models import Level, Moment, Series, SeriesLine
 
 # Seed 003 §2.5: from 83 °C the clocks scale down (DFS). A line for the eye on the temperature

@@ -16,8 +16,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from sitscheck.accept.records import finite, median, percentile
 from sitscheck.checks.gpu_telemetry.reasons import REASON_BITS as NVML_REASON_BITS
+from sitscheck.contract.phase_record import finite, median, percentile
 
 WARMUP_S = 5.0
 STEADY_BAND = 0.10

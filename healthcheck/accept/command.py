@@ -16,7 +16,7 @@ from ..config import RunConfig
 from ..contract.evidence import DeclaredEvidence
 from ..errors import ConfigError
 from ..sources.nvml import Nvml, NvmlUnavailable
-from .gpus import NodeGpus
+from ..workloads.gpus import NodeGpus
 from .phases import Injection
 from .plan import PhaseShare, make_plan
 from .session import Acceptance

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..probes.nccl import MODULE
-from .children import Child, Target, run_children
+from ..workloads.children import Child, Target, run_children
 from .phases import PhaseContext, memory_after_stop, not_run_entry, phase_targets
 from .plan import PlannedPhase
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from msgspec import Struct, field
 
+from ..contract.phase_record import FORMAT as RECORD_FORMAT
 from ..threads import CannotStart
-from .children import Child, Progress, Target, run_children, workload_args
-from .gpus import NodeGpus, Sampler
+from ..workloads.children import Child, Progress, Target, run_children, workload_args
+from ..workloads.gpus import NodeGpus, Sampler
 from .plan import Plan, PlannedPhase
 
-RECORD_FORMAT = "sitscheck-accept"
 RECORD_VERSION = 1
 
 

@@ -19,12 +19,12 @@ from ..contract.declarations import declaration_of
 from ..contract.evidence import DeclaredEvidence
 from ..contract.registry import BrokenCheck
 from ..models import CheckResult, Device, Severity
-from ..probes.bandwidth import BANDWIDTH_JSON
-from ..probes.bandwidth.probe import GRACE_S as PROBE_GRACE_S
+from ..sources.artifacts import BANDWIDTH_JSON
 from ..sources.base import Sources
 from ..sources.nvml_record import normalise_bus_id
-from .children import Child, Target
-from .gpus import NodeGpus
+from ..workloads.bandwidth import GRACE_S as PROBE_GRACE_S
+from ..workloads.children import Child, Target
+from ..workloads.gpus import NodeGpus
 from .multigpu import run_multigpu
 from .phases import Injection, PhaseContext, phase_targets, run_plan
 from .plan import Plan, PlannedPhase

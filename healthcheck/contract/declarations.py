@@ -282,7 +282,7 @@ class ProfileKey(Struct, frozen=True):
 
 class WorkloadSpec(Struct, frozen=True):
     """An active check's workload: a phase of `sitscheck accept`'s plan, and what `run --load`
-    and `run --bandwidth` start (`accept.children` runs them all).
+    and `run --bandwidth` start (`workloads.children` runs them all).
 
     `module` is started as an isolated child interpreter, one per GPU (CUDA_VISIBLE_DEVICES
     set to that GPU), as `python -I -m MODULE PHASE --seconds S --engine E`; it speaks the

@@ -30,6 +30,9 @@ NVIDIA_SMI_DMON = "nvidia-smi-dmon.txt"
 NVIDIA_SMI_QUERY_GPU = "nvidia-smi-query-gpu.csv"
 DMESG = "dmesg.txt"
 NVML_JSON = "nvml.json"
+# the bandwidth workload's record (`probes.bandwidth`, started by `workloads.bandwidth`), its format
+BANDWIDTH_JSON = "bandwidth.json"
+BANDWIDTH_FORMAT = "sitscheck-bandwidth"
 META_JSON = "meta.json"
 SYSFS_DIR = "sysfs"
 # The declared sysfs files read again at the end of collect's sampling window (counters are

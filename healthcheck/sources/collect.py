@@ -26,7 +26,6 @@ from msgspec import Struct
 
 from ..contract.declarations import resolve
 from ..contract.evidence import DeclaredEvidence
-from ..probes.bandwidth import BANDWIDTH_JSON
 from . import artifacts as names
 from .bundle_writer import BundleWriter
 from .files import FileTree
@@ -85,11 +84,11 @@ def _collect_bandwidth(sources: LiveSources, out: BundleWriter, summary: dict[st
     """After the command outputs (taken while --load still runs): the probe stops the load."""
     if sources.options.bandwidth_s is None:
         return
-    artifact = sources.artifact(BANDWIDTH_JSON)
+    artifact = sources.artifact(names.BANDWIDTH_JSON)
     if artifact.text is not None:
-        out.write_text(BANDWIDTH_JSON, artifact.text)
+        out.write_text(names.BANDWIDTH_JSON, artifact.text)
     else:
-        summary["missing"][BANDWIDTH_JSON] = artifact.reason
+        summary["missing"][names.BANDWIDTH_JSON] = artifact.reason
 
 
 def _collect_kernel_log(sources: LiveSources, out: BundleWriter, summary: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ state (`not_supported`, `error`, `timeout`, `gpu_lost`, ...), and failures other
 supported" in `failures` with the NVML call and its error: missing is never zero.
 Beside its own readings, each GPU's thread makes the calls the selected checks declare
 (`NvmlRead`, `nvml_reads`), each value under the key its check chose.
-The `--load` workload (`probes.load`) is started by the live sources before the window opens.
+The `--load` workload (`workloads.load`) is started by the live sources before the window opens.
 Every thread started here carries the caller's context (`start_daemon(in_context=True)`):
 its NVML calls run under the deadline of the check that asked for the snapshot (`nvml.Nvml`).
 A thread the system refuses (`ulimit -v`) fails the whole snapshot (`CannotStart`, once every
@@ -381,7 +381,7 @@ def _sample(rec: GpuRecorder, handle: Any, at: float, with_io: bool) -> dict[str
 
 def read_sample(rec: GpuRecorder, handle: Any) -> dict[str, Any]:
     """One GPU's power, clocks, temperatures and clock-event reasons now: a sample of the run's
-    window (`_sample`) and of the acceptance soak's trace (`accept.gpus.NodeGpus.sample`) alike.
+    window (`_sample`) and of the acceptance soak's trace (`workloads.gpus.NodeGpus.sample`) alike.
     A reading that is no value is None, noted in `rec`'s record."""
     reasons = rec.nvml.read("nvmlDeviceGetCurrentClocksEventReasons", handle)
     if not reasons.ok:

@@ -17,8 +17,8 @@ from msgspec import Struct, field
 
 from .. import __version__
 from ..contract.declarations import CommandSpec, NvmlRead, WorkloadSpec
-from ..probes.bandwidth import BANDWIDTH_JSON
 from ..threads import CannotStart
+from .artifacts import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
 from .command import CommandResult, CommandRunner
 from .files import FileTree
@@ -30,7 +30,7 @@ from .scope import waiting_on
 
 if TYPE_CHECKING:
     from ..contract.evidence import DeclaredEvidence
-    from ..probes.load import Load
+    from ..workloads.load import Load
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
 DEV_CTL = "/dev/nvidiactl"
@@ -191,8 +191,8 @@ class LiveSources(Memo):
 
     def _start_load(self, nvml: Nvml, seconds: float) -> None:
         """--load: the declared workload that keeps the GPUs busy, at work before the window
-        opens (`probes.load`)."""
-        from ..probes.load import start_load
+        opens (`workloads.load`)."""
+        from ..workloads.load import start_load
 
         busy = self._declared_workload(lambda w: w.keeps_busy)
         self._load = start_load(nvml, busy, seconds, os.environ)
@@ -250,7 +250,7 @@ class LiveSources(Memo):
         self.gpu_snapshot()
         if self._load is not None:
             self._load.stop()
-        from ..probes.bandwidth.probe import run_probe
+        from ..workloads.bandwidth import run_probe
 
         return run_probe(
             workload.module, self.options.bandwidth_s, self.options.bandwidth_gpus, self.stopped

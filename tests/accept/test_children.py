@@ -1,4 +1,4 @@
-"""The acceptance parent's workload children (`sitscheck.accept.children`), without a GPU.
+"""The acceptance parent's workload children (`sitscheck.workloads.children`), without a GPU.
 
 The children are `fake_workloads.behave`, a stand-in that speaks the workload protocol and
 misbehaves as asked. It writes marker files (its pids; that it has said what it does) in a
@@ -21,9 +21,9 @@ import fake_workloads
 import psutil
 import pytest
 from fake_workloads.behave import BEHAVIOUR_VARIABLE
-from sitscheck.accept import children
-from sitscheck.accept.children import STOP_GRACE_S, Background, Child, Target, run_children
 from sitscheck.threads import CannotStart
+from sitscheck.workloads import children
+from sitscheck.workloads.children import STOP_GRACE_S, Background, Child, Target, run_children
 
 MODULE = fake_workloads.MODULE
 FAR = 3600.0  # a deadline no test reaches by waiting

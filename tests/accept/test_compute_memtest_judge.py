@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from accept_bundles import RECORDS
-from sitscheck.accept.records import Entry, PhaseRecord, parse_record
 from sitscheck.checks.compute.judge import judge as judge_compute
 from sitscheck.checks.memtest.judge import judge as judge_memtest
 from sitscheck.contract import CheckOutput
+from sitscheck.contract.phase_record import Entry, PhaseRecord, parse_record
 from sitscheck.probes.accept.gemm import max_rel_error
 
 REAL_DIGEST = "45b692eb637d213d"  # the seeded 8192³ product's, on the H200 (torch and PTX)

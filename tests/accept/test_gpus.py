@@ -1,4 +1,4 @@
-"""What the acceptance parent reads of the GPUs through NVML (`sitscheck.accept.gpus`), from
+"""What the acceptance parent reads of the GPUs through NVML (`sitscheck.workloads.gpus`), from
 the recorded 2×H200's NVML (tests/fakes/fake_pynvml.py), and from values NVML should never
 give (a reading the parent cannot use is None, never a crash in the middle of a phase)."""
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from fakes.fake_pynvml import load_recording
-from sitscheck.accept.gpus import VIOLATION_POLICIES, NodeGpus, Sampler
 from sitscheck.sources.nvml import Nvml
+from sitscheck.workloads.gpus import VIOLATION_POLICIES, NodeGpus, Sampler
 from test_accept_cli import BUNDLES, NodeNvml
 
 ECC_KEYS = {"volatile_corrected", "volatile_uncorrected", "remap_pending", "remap_failure",

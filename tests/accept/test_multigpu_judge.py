@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from multigpu_bundles import allreduce, eight_h200, multigpu_record, read_multigpu, write_multigpu
-from sitscheck.accept.records import parse_record
 from sitscheck.app import RunRequest, execute
 from sitscheck.checks.multigpu.judge import judge
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckOutput
+from sitscheck.contract.phase_record import parse_record
 from sitscheck.models import Severity, Status
 from sitscheck.probes.nccl import STARTING
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 from sitscheck.accept import multigpu
-from sitscheck.accept.children import Target
-from sitscheck.accept.gpus import NodeGpus
 from sitscheck.accept.multigpu import MIN_PHASE_S, PASSED_ON, RESERVE_S, run_multigpu
 from sitscheck.accept.phases import Injection, PhaseContext, record_name, run_plan
 from sitscheck.accept.plan import Plan, PlannedPhase
+from sitscheck.workloads.children import Target
+from sitscheck.workloads.gpus import NodeGpus
 
 FAKE = "fakes.fake_rank"
 UUIDS = ("GPU-2b73ad72-0000", "GPU-2cc8f644-0001", "GPU-83543b48-0002")

@@ -18,8 +18,6 @@ from typing import Any
 import fake_workloads
 import pytest
 from sitscheck.accept import phases as phases_module
-from sitscheck.accept.children import Target
-from sitscheck.accept.gpus import NodeGpus
 from sitscheck.accept.phases import (
     Injection,
     PhaseContext,
@@ -30,6 +28,8 @@ from sitscheck.accept.phases import (
 from sitscheck.accept.plan import Plan, PlannedPhase
 from sitscheck.accept.session import blocked_gpus
 from sitscheck.models import CheckResult, Device, Finding, Severity, Status
+from sitscheck.workloads.children import Target
+from sitscheck.workloads.gpus import NodeGpus
 
 MODULE = fake_workloads.MODULE
 HOUR = 3600.0
@@ -338,8 +338,8 @@ def test_a_soak_whose_sampler_thread_is_refused_is_not_run_saying_why(
     """The sampler's thread starts through `threads.start_daemon`; where the system refuses it
     (`ulimit -v`, a thread limit) the soak does not run blind: no child starts, every GPU is
     not run with the reason (the soak check is UNKNOWN), a blocked GPU keeps its own."""
-    from sitscheck.accept import gpus as gpus_module
     from sitscheck.threads import CannotStart
+    from sitscheck.workloads import gpus as gpus_module
 
     def refused(*args: Any, name: str, **kwargs: Any) -> Any:
         raise CannotStart(f"could not start a thread ({name}): can't start new thread")
@@ -416,8 +416,8 @@ def test_the_bandwidth_probe_is_given_a_deadline_that_ends_within_its_phase() ->
     from types import SimpleNamespace
 
     from sitscheck.accept.session import _bandwidth
-    from sitscheck.probes.bandwidth.probe import GRACE_S
     from sitscheck.sources.base import Artifact
+    from sitscheck.workloads.bandwidth import GRACE_S
 
     asked: list[float] = []
     options = SimpleNamespace(bandwidth_s=None, bandwidth_gpus=None)

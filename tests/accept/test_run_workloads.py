@@ -1,5 +1,5 @@
 """`sitscheck run --load` and `run --bandwidth` start declared workloads (`WorkloadSpec`) through
-the runner every acceptance phase uses (`accept.children`), on a node whose NVML is the recorded
+the runner every acceptance phase uses (`workloads.children`), on a node whose NVML is the recorded
 2×H200's (tests/fakes/fake_pynvml.py) and whose workloads are `fake_workloads.behave` (no GPU).
 
 What must hold: the load is the workload a check declares to keep the GPUs busy, one isolated
@@ -23,15 +23,15 @@ import pytest
 from fake_workloads.behave import BEHAVIOUR_VARIABLE
 from fakes.fake_pynvml import FakePynvml, load_recording
 from fakes.procs import still_running
-from sitscheck.accept.children import Target
 from sitscheck.app import RunRequest, execute
 from sitscheck.config import RunConfig
 from sitscheck.contract.declarations import WorkloadSpec
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
-from sitscheck.probes.load import start_load, visible_targets
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml
+from sitscheck.workloads.children import Target
+from sitscheck.workloads.load import start_load, visible_targets
 
 MODULE = fake_workloads.MODULE
 BUNDLE = Path(__file__).resolve().parent.parent / "bundles" / "h200x2-idle-v0"
@@ -235,8 +235,8 @@ def test_a_load_whose_thread_is_refused_ends_its_children_and_says_so(
 ) -> None:
     """Children nobody hears would block in their writes: none is left, and every GPU says
     why its window was not under load."""
-    from sitscheck.accept import children
     from sitscheck.threads import CannotStart
+    from sitscheck.workloads import children
 
     def refuse(*args: object, name: str, **kwargs: object) -> None:
         raise CannotStart(f"could not start a thread ({name}): can't start new thread")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
-from sitscheck.accept.children import Child, Target, _take
 from sitscheck.accept.phases import _complete
+from sitscheck.workloads.children import Child, Target, _take
 
 H200 = Target(index=0, uuid="GPU-22ccd39c", pci_bus_id="0000:00:06.0", name="NVIDIA H200")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sitscheck.accept.records import finite, median, percentile
 from sitscheck.checks.soak import stats
+from sitscheck.contract.phase_record import finite, median, percentile
 
 
 def trace(power: list[float], clock: list[float] | None = None) -> list[dict[str, Any]]:

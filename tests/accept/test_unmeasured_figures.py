@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from accept_bundles import RECORDS, check, eight_gpus, fired, read, replay, write
-from sitscheck.accept.records import Entry, PhaseRecord, parse_record
 from sitscheck.checks.compute.facts import Facts as ComputeFacts
 from sitscheck.checks.compute.judge import judge as judge_compute
 from sitscheck.checks.memtest.facts import Facts as MemtestFacts
@@ -21,6 +20,7 @@ from sitscheck.checks.memtest.judge import judge as judge_memtest
 from sitscheck.checks.soak.facts import Facts as SoakFacts
 from sitscheck.checks.soak.judge import judge as judge_soak
 from sitscheck.contract import CheckOutput
+from sitscheck.contract.phase_record import Entry, PhaseRecord, parse_record
 
 # a figure the record lacks, and the same figure as no count can be
 SPOILT = (None, "12", -1, True, 1.5)

@@ -22,11 +22,11 @@ from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.probes.bandwidth.cuda import format_uuid
-from sitscheck.probes.bandwidth.probe import is_record, run_probe
 from sitscheck.sources.bundle_writer import open_bundle_writer
 from sitscheck.sources.collect import collect_bundle
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
+from sitscheck.workloads.bandwidth import is_record, run_probe
 
 NO_CUDA = ctypes.util.find_library("cuda") is None
 PROBE = BandwidthCheck.workload.module  # the bandwidth check's declared workload
@@ -186,7 +186,7 @@ def test_the_probe_sees_only_the_gpus_it_is_given(
 def test_no_gpu_left_to_load_starts_no_probe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sitscheck.probes.bandwidth import probe
+    from sitscheck.workloads import bandwidth as probe
 
     def started(*args: object) -> None:
         raise AssertionError("the probe was started")

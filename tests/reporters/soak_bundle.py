@@ -7,7 +7,7 @@ reference table (measured on the test machine, PyTorch engine): steady state wit
 bf16 8192³ iterations of p50 1.656 ms and CV 1.5 %. Before the steady state, what an H200
 does from idle (the recorded bundle: 81 W, SM 360 MHz, 41 °C, HBM 42 °C): boost clock
 (1,980 MHz, its maximum) for a second while the power rises to the cap, then the cap's clocks.
-The sampler's and the child's record shapes are accept/phases.py's and accept/gpus.py's.
+The sampler's and the child's record shapes are accept/phases.py's and workloads/gpus.py's.
 
 `faulty` makes one GPU what a failing one looks like (FAULT_* below): the picture a reviewer
 compares with the healthy one.

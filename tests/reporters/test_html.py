@@ -15,10 +15,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 from pydantic import ValidationError
-from sitscheck.accept.records import Entry
 from sitscheck.app import RunRequest, execute
 from sitscheck.checks.soak.series import soak_series
 from sitscheck.config import RunConfig
+from sitscheck.contract.phase_record import Entry
 from sitscheck.models import (
     CheckResult,
     Device,

@@ -67,8 +67,8 @@ def test_the_load_workload_runs_nothing_planted(planted: Callable[[], list[str]]
     """`--load`'s children: the soak's declared workload, one per GPU of the recorded node."""
     from fakes.fake_pynvml import FakePynvml, load_recording
     from sitscheck.checks.soak.check import SoakCheck
-    from sitscheck.probes.load import start_load
     from sitscheck.sources.nvml import Nvml
+    from sitscheck.workloads.load import start_load
 
     recording = Path(__file__).resolve().parent.parent / "bundles" / "h200x2-idle-v0"
     nvml = Nvml(FakePynvml(load_recording(recording / "nvml.json")))

@@ -67,8 +67,8 @@ log=$OUT/multigpu.txt
   t=$(date +%s%N)
   python3 - "$n" > "$OUT/phase.json" <<'PY'
 import json, sys, time
-from sitscheck.accept.children import Target
-from sitscheck.accept.gpus import NodeGpus
+from sitscheck.workloads.children import Target
+from sitscheck.workloads.gpus import NodeGpus
 from sitscheck.accept.multigpu import run_multigpu
 from sitscheck.accept.phases import PhaseContext
 from sitscheck.accept.plan import PlannedPhase

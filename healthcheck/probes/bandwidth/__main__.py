@@ -2,7 +2,7 @@
 measure, print one JSON record on stdout.
 
 It is the bandwidth check's workload (`WorkloadSpec`), run as every workload is
-(`accept.children`: `bandwidth --seconds S --engine E`; `--deadline-s` is the older name of
+(`workloads.children`: `bandwidth --seconds S --engine E`; `--deadline-s` is the older name of
 `--seconds`, and the copies are the driver API's whatever the engine). Its one line is its
 result in the workload protocol (`sitscheck.probes.accept.child`): the record with
 `"event": "result"` first, which the parent takes off (the record a bundle keeps is as before).

@@ -4,7 +4,7 @@ An idle GPU cannot show whether it reaches its power cap, holds its clocks or tr
 link to full speed. With `--load` (never otherwise), each GPU runs the workload a check
 declares with `keeps_busy` (the soak's seeded bf16 GEMM back to back: PyTorch where it imports,
 else the tensor-core kernel in PTX), through the runner every workload goes through
-(`accept.children.Background`): one isolated child per GPU, ready before the window opens
+(`workloads.children.Background`): one isolated child per GPU, ready before the window opens
 (then `WARMUP_S` for power and clocks to settle), at its work through the window and the
 margin after it (the command outputs are taken then), ended and reaped before the bandwidth
 probe or when the run ends, and at its deadline whatever happens.
@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..accept.children import Background, Target
     from ..contract.declarations import WorkloadSpec
     from ..sources.nvml import Nvml
+    from .children import Background, Target
 
 WARMUP_S = 1.5  # after every child is ready: power and clocks settle before the window opens
 GRACE_S = 5.0  # past the work asked: the last batch, the result printed, the end seen
@@ -116,9 +116,9 @@ def start_load(
     """Start `workload` on every GPU the run may load, for `seconds` from the window's start
     (the window and its margin); return once each child is ready or has failed (at most the
     workload's start allowance) and the warm-up has passed."""
-    from ..accept.children import Background, workload_args
-    from ..accept.gpus import NodeGpus
     from ..threads import CannotStart
+    from .children import Background, workload_args
+    from .gpus import NodeGpus
 
     try:
         node = NodeGpus(nvml)

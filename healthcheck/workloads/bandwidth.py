@@ -1,7 +1,7 @@
 """Run the bandwidth check's workload from sitscheck: one child under a deadline, its record back.
 
 The workload (the module the bandwidth check declares, `sitscheck.probes.bandwidth`) is run as
-every declared workload is (`accept.children.run_children`: an isolated interpreter leading
+every declared workload is (`workloads.children.run_children`: an isolated interpreter leading
 its own process group, heard until its result or the deadline, then ended and reaped), so a
 CUDA call that hangs costs its deadline and nothing more: the group is killed, and the driver
 releases a killed process's memory. One child measures every GPU it sees (the peer copies need
@@ -16,10 +16,11 @@ import json
 import time
 from collections.abc import Callable, Sequence
 
-from ...accept.children import INHERITED, Target, run_children, workload_args
-from ...sources import child_python
-from ...sources.base import Artifact
-from . import BANDWIDTH_JSON, FORMAT
+from ..sources import child_python
+from ..sources.artifacts import BANDWIDTH_FORMAT as FORMAT
+from ..sources.artifacts import BANDWIDTH_JSON
+from ..sources.base import Artifact
+from .children import INHERITED, Target, run_children, workload_args
 
 # The probe stops itself at its deadline; this much more is left for releasing its memory and
 # printing before the process group is killed.

@@ -16,8 +16,8 @@ from typing import Any
 
 from msgspec import Struct, field
 
-from ..contract import CheckContext, CheckOutput, Sources
 from ..models import Device, Finding, Severity
+from . import CheckContext, CheckOutput, Sources
 
 FORMAT = "sitscheck-accept"
 
