@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from sitscheck.kernlog.storm import BoundedEvents, Tally, aer_events
 from sitscheck.kernlog.times import seconds
 
-if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`)
-    from .parse import AerEvent
+if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`), shaped in `events`
+    from .events import AerEvent
 
 EXCERPT = 5  # reports quoted in a finding's excerpt
 UNCORRECTABLE = ("nonfatal", "fatal")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sitscheck.contract import EvidenceSpec, LazyCheck, LogFilesSpec, MetricSpec, ProfileKey
+from sitscheck.contract.declarations import resolve
 from sitscheck.status import Layer
 
 if TYPE_CHECKING:
-    from .impl import TensorrtImpl
     from .probe import Spawn
 
 
@@ -51,7 +51,7 @@ class TensorrtCheck(LazyCheck):
     def __init__(self, spawn: Spawn | None = None) -> None:
         self._spawn = spawn  # how the probe starts its per-GPU builds (tests inject one)
 
-    def _target(self) -> TensorrtImpl:
-        from .impl import TensorrtImpl
-
-        return TensorrtImpl(self._spawn)
+    def _target(self) -> Any:
+        """The work (`impl`, found by name as every lazy check's is: the declaration imports
+        none of it, and the work reads the declaration's `TRT_LOGS`), given the probe's spawn."""
+        return resolve(self.impl)(self._spawn)
