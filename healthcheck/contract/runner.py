@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RunConfig
-from ..engine.identity import duplicated_identities, gpu_records
 from ..errors import ProbeError
 from ..kernlog.scan import KernelLogPass, declared_interests
 from ..models import CheckResult, Finding, Layer, Metric, Severity, Status, worst
@@ -25,6 +24,7 @@ from ..sources.scope import InFlight, Scope, entered
 from ..threads import CannotStart, start_daemon
 from . import Check, CheckContext, CheckOutput
 from .declarations import Declaration, declaration_of
+from .identity import duplicated_identities, gpu_records
 from .registry import BrokenCheck
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..contract.identity import gpu_identity, gpu_records
 from ..models import CheckResult, Device, Status, Verdict
 from .budget import BudgetExceeded, passed
 from .cel import CelEnvironment, render_message
 from .errors import EvalFailure
-from .identity import gpu_identity, gpu_records
 from .model import CompiledExpr, Profile, Rule, RuleSet
 from .reads import prune, reads_of
 
