@@ -102,7 +102,14 @@ def live_sources(
         commands=declared.commands,
         nvml_reads=declared.nvml_reads,
         workloads=declared.workloads,
+        installed=installed_evidence,
     )
+
+
+def installed_evidence() -> DeclaredEvidence:
+    """What every installed check declares (the live sources read it where the run's
+    selection declares no workload of a kind asked for: `--load`, `--bandwidth`)."""
+    return gather(discover())
 
 
 def live_options(

@@ -27,11 +27,13 @@ FOLDERS = {"healthcheck": "sitscheck", "checks": "sitscheck.checks", "rules": "s
 # A declared workload's parent side (`workloads`: its children run, the GPUs read around them)
 # serves the live sources (`--load`, `--bandwidth`) as well as `accept`, so it is a source;
 # the record a phase writes is read by the checks through the contract (`contract.phase_record`).
+# The registry loads checks and holds them to the contract (`contract.check`): it is part of the
+# check contract, and the live sources are handed what the installed checks declare.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("", "errors", "printable", "threads", "status", "address_space", "models",
               "config", "rules")),
-    ("declarations", ("contract.declarations", "contract.evidence", "contract.registry",
-                      "contract.plugins", "contract.facts", "contract.settings",
+    ("declarations", ("contract.declarations", "contract.evidence", "contract.plugins",
+                      "contract.facts", "contract.settings",
                       "contract.vanished", "kernlog.anchor")),
     ("sources", ("sources", "kernlog", "smi", "workloads")),
     ("check contract", ("contract",)),

@@ -17,6 +17,7 @@ from msgspec import Struct, field
 
 from .. import __version__
 from ..contract.declarations import CommandSpec, NvmlRead, WorkloadSpec
+from ..contract.evidence import DeclaredEvidence
 from ..threads import CannotStart
 from .artifacts import BANDWIDTH_JSON
 from .base import Artifact, DriverProbe, KernelLogStream, LastKnown, Memo
@@ -29,7 +30,6 @@ from .nvml import Nvml, NvmlUnavailable
 from .scope import waiting_on
 
 if TYPE_CHECKING:
-    from ..contract.evidence import DeclaredEvidence
     from ..workloads.load import Load
 
 PROC_DRIVER = "/proc/driver/nvidia/version"
@@ -63,15 +63,19 @@ class LiveSources(Memo):
         commands: Mapping[str, CommandSpec] | None = None,
         nvml_reads: Mapping[str, NvmlRead] | None = None,
         workloads: Sequence[WorkloadSpec] = (),
+        installed: Callable[[], DeclaredEvidence] | None = None,
     ) -> None:
         """`workloads`: the selected checks' (their records; `--load` and `--bandwidth` run
-        theirs, else the installed checks')."""
+        theirs, else the installed checks'). `installed`: what every installed check declares,
+        read where no selection is given (the registry's, handed down by the app: the sources
+        lie below the check runtime and import none of it); None: nothing more."""
         super().__init__()
         self.options = options
         # the selected checks' declared commands and NVML calls; None: every installed check's
         self._commands = dict(commands) if commands is not None else None
         self._nvml_reads = dict(nvml_reads) if nvml_reads is not None else None
         self._installed: DeclaredEvidence | None = None
+        self._find_installed = installed
         self._procfs = FileTree(Path(options.proc_root))
         self._files = FileTree(Path("/"))
         self.runner = runner or CommandRunner()
@@ -217,10 +221,8 @@ class LiveSources(Memo):
     def _installed_evidence(self) -> DeclaredEvidence:
         """What every installed check declares (sources made without a run's selection)."""
         if self._installed is None:
-            from ..contract.evidence import gather
-            from ..contract.registry import discover
-
-            self._installed = gather(discover())
+            find = self._find_installed
+            self._installed = find() if find is not None else DeclaredEvidence()
         return self._installed
 
     def _timeout(self, spec: CommandSpec) -> float:

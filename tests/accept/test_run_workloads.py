@@ -23,7 +23,7 @@ import pytest
 from fake_workloads.behave import BEHAVIOUR_VARIABLE
 from fakes.fake_pynvml import FakePynvml, load_recording
 from fakes.procs import still_running
-from sitscheck.app import RunRequest, execute
+from sitscheck.app import RunRequest, execute, installed_evidence
 from sitscheck.config import RunConfig
 from sitscheck.contract.declarations import WorkloadSpec
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
@@ -70,7 +70,9 @@ def live(
         bandwidth_s=bandwidth_s,
     )  # fmt: skip
     runner = CommandRunner(path=str(tmp_path / "no-bin"))
-    return LiveSources(options, runner, nvml_reads={}, workloads=workloads)
+    return LiveSources(
+        options, runner, nvml_reads={}, workloads=workloads, installed=installed_evidence
+    )
 
 
 def sampled(sources: LiveSources) -> dict[str, Any]:

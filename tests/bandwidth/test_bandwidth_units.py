@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from bandwidth_bundles import RECORDED, TWO_H200
-from sitscheck.app import RunRequest, execute
+from sitscheck.app import RunRequest, execute, installed_evidence
 from sitscheck.checks.bandwidth.check import BandwidthCheck
 from sitscheck.checks.bandwidth.expect import narrowest, pcie_gbs, shared_ports
 from sitscheck.checks.bandwidth.impl import NOT_ASKED, BandwidthImpl
@@ -153,7 +153,9 @@ def _live(tmp_path: Path, bandwidth_s: float | None) -> LiveSources:
         bandwidth_s=bandwidth_s,
         driver_markers=(str(marker),),
     )
-    return LiveSources(options, CommandRunner(path=str(tmp_path / "no-bin")))
+    return LiveSources(
+        options, CommandRunner(path=str(tmp_path / "no-bin")), installed=installed_evidence
+    )
 
 
 def test_a_live_run_without_the_flag_neither_measures_nor_judges(tmp_path: Path) -> None:

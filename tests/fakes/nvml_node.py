@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from sitscheck.app import installed_evidence
 from sitscheck.contract import NvmlRead
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
@@ -36,4 +37,4 @@ def fake_nvml_sources(
         command_timeout_s=2.0,
     )
     runner = CommandRunner(path=str(tmp_path / "bin"))
-    return LiveSources(options, runner, nvml_reads=nvml_reads)
+    return LiveSources(options, runner, nvml_reads=nvml_reads, installed=installed_evidence)

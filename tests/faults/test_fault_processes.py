@@ -45,6 +45,7 @@ from fault_node import (
     wait_for,
     write_smi,
 )
+from sitscheck.app import installed_evidence
 from sitscheck.config import RunConfig
 from sitscheck.contract import CheckContext, CheckOutput
 from sitscheck.contract.runner import run_checks
@@ -260,7 +261,9 @@ def test_a_check_timed_out_waiting_on_a_shared_command_names_it(
     names the command."""
     write_command(tmp_path / "bin", "nvidia-smi", hang_body(pidfile))
     sources = LiveSources(
-        LiveOptions(command_timeout_s=30), CommandRunner(path=str(tmp_path / "bin"))
+        LiveOptions(command_timeout_s=30),
+        CommandRunner(path=str(tmp_path / "bin")),
+        installed=installed_evidence,
     )
     holder = threading.Thread(target=sources.artifact, args=(names.NVIDIA_SMI_TOPO,), daemon=True)
     holder.start()

@@ -9,6 +9,7 @@ from typing import cast
 import pytest
 from fakes.commands import hanging_command
 from fakes.procs import read_pids, still_running
+from sitscheck.app import installed_evidence
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.config import RunConfig
 from sitscheck.contract import Check
@@ -40,6 +41,7 @@ def test_hung_nvidia_smi_makes_the_driver_check_unknown(
     sources = LiveSources(
         LiveOptions(driver_markers=(str(marker),), command_timeout_s=1, sys_root=str(tmp_path)),
         CommandRunner(path=str(tmp_path / "bin")),
+        installed=installed_evidence,
     )
     try:
         (result,) = run_checks(

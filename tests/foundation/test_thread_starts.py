@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fakes.fake_pynvml import FakePynvml
 from sitscheck import cli
-from sitscheck.app import Background, RunRequest, execute, open_window
+from sitscheck.app import Background, RunRequest, execute, installed_evidence, open_window
 from sitscheck.checks.tensorrt import probe
 from sitscheck.config import RunConfig
 from sitscheck.daemon.loop import Notifier, serve
@@ -135,7 +135,9 @@ def test_a_refused_snapshot_is_every_gpu_checks_reason(
     options = LiveOptions(
         driver_markers=(str(marker),), sample_seconds=0.3, sys_root=str(tmp_path / "sys")
     )
-    live = LiveSources(options, CommandRunner(path=str(tmp_path / "bin")))
+    live = LiveSources(
+        options, CommandRunner(path=str(tmp_path / "bin")), installed=installed_evidence
+    )
     refuse(lambda name: not LANE.match(name))  # NVML starts; the snapshot's threads do not
     try:
         snapshot, reason = live.gpu_snapshot()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fakes.fake_pynvml import FakePynvml
 from gpu_helpers import IDLE, run_bundle
+from sitscheck.app import installed_evidence
 from sitscheck.checks.gpu_telemetry.check import GpuTelemetryCheck
 from sitscheck.checks.memory_errors.check import MemoryErrorsCheck
 from sitscheck.checks.pcie_link.check import PcieLinkCheck
@@ -101,7 +102,9 @@ def test_live_run_with_a_hung_nvml_call(
         sys_root=str(tmp_path / "sys"),
         command_timeout_s=2.0,
     )
-    live = LiveSources(options, CommandRunner(path=str(tmp_path / "bin")))
+    live = LiveSources(
+        options, CommandRunner(path=str(tmp_path / "bin")), installed=installed_evidence
+    )
     try:
         checks = select(discover(), ["gpu_telemetry", "memory_errors", "nvlink"], [])
         results = {r.name: r for r in run_checks(checks, live, RunConfig())}

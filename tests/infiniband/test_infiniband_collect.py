@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from sitscheck.app import installed_evidence
 from sitscheck.checks.infiniband.check import InfinibandCheck
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
@@ -58,7 +59,8 @@ def live_root(tmp: Path) -> Path:
 
 
 def live_sources(root: Path, sample_seconds: float) -> LiveSources:
-    return LiveSources(LiveOptions(sys_root=str(root), sample_seconds=sample_seconds), commands={})
+    options = LiveOptions(sys_root=str(root), sample_seconds=sample_seconds)
+    return LiveSources(options, commands={}, installed=installed_evidence)
 
 
 def test_collect_writes_plain_folders_both_readings_and_the_pcie_paths(tmp_path: Path) -> None:

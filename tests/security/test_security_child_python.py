@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from sitscheck.app import installed_evidence
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.prefilter_pipe import PrefilterWorker
@@ -95,7 +96,9 @@ def test_the_bandwidth_probe_runs_nothing_planted(
         bandwidth_s=5.0,
         driver_markers=(str(marker),),
     )
-    sources = LiveSources(options, CommandRunner(path=str(tmp_path / "no-bin")))
+    sources = LiveSources(
+        options, CommandRunner(path=str(tmp_path / "no-bin")), installed=installed_evidence
+    )
     try:
         artifact = sources.artifact(BANDWIDTH_JSON)
     finally:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fakes.commands import printing_command, write_command
+from sitscheck.app import installed_evidence
 from sitscheck.sources import command as command_module
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
@@ -199,7 +200,7 @@ def test_a_live_run_resolves_each_command_once(tmp_path: Path, spies: dict[str, 
     marker = tmp_path / "nvidiactl"
     marker.touch()
     options = LiveOptions(driver_markers=(str(marker),), sys_root=str(tmp_path))
-    sources = LiveSources(options, CommandRunner(path=str(bin_dir)))
+    sources = LiveSources(options, CommandRunner(path=str(bin_dir)), installed=installed_evidence)
     try:
         for name in ("nvidia-smi-L.txt", "nvidia-smi-topo-m.txt", "nvidia-smi-q.txt"):
             sources.artifact(name)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sitscheck.app import RunRequest, execute
+from sitscheck.app import RunRequest, execute, installed_evidence
 from sitscheck.checks.topology.parse import parse_topo
 from sitscheck.config import RunConfig
 from sitscheck.contract.registry import discover, select
@@ -414,7 +414,9 @@ def live_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakePynv
         sys_root=str(tmp_path / "sys"),
         command_timeout_s=5.0,
     )
-    return LiveSources(options, CommandRunner(path=str(tmp_path / "bin")))
+    return LiveSources(
+        options, CommandRunner(path=str(tmp_path / "bin")), installed=installed_evidence
+    )
 
 
 def test_live_reads_nvml_and_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
