@@ -338,12 +338,14 @@ def _daemon_run(config: Any, request: Any) -> Any:
 def _with_note(report: Any, note: str) -> Any:
     """The timer run's state failed: the health result stands, but the run is UNKNOWN at
     best (exit 3), since what it should report as new cannot be known."""
+    from msgspec.structs import replace
+
     from .models import Status, worst
 
     _say(f"sitscheck: {note}")
     status = worst([report.status, Status.UNKNOWN])
     headline = f"{status.value.upper()} — {report.headline} — {note}"
-    return report.model_copy(update={"headline": headline, "status": status})
+    return replace(report, headline=headline, status=status)
 
 
 def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
@@ -702,6 +704,8 @@ def _accept(
 ) -> int:
     import time
 
+    from msgspec.structs import replace
+
     from .accept.command import prepare
     from .app import RunRequest, selected_checks
     from .contract.evidence import gather
@@ -725,7 +729,7 @@ def _accept(
         acceptance.collect_to = options["collect"]
         # the run's deadline counts from the plan's start: the budget holds whatever happens
         left = max(options["budget"] - (time.monotonic() - acceptance.began), 1.0)
-        config = config.model_copy(update={"run_timeout_s": left})
+        config = replace(config, run_timeout_s=left)
         acceptance.config = config
         try:
             report = _execute_and_deliver(

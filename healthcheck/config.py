@@ -6,32 +6,26 @@ The site file is `/etc/sitscheck/config.yaml` (or `--config PATH`); its keys are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    ValidatorFunctionWrapHandler,
-    field_validator,
-)
+from msgspec import Meta, Struct, field
 
 from .errors import ConfigError
+from .structs import Invalid, convert
 
 SITE_DIR = Path("/etc/sitscheck")
 SITE_CONFIG = SITE_DIR / "config.yaml"
 
 # A duration a deadline is built from: finite and at most a day, so no timer, sleep or
-# deadline sum can overflow (`1e300` or `.inf` is refused here, naming its key).
+# deadline sum can overflow (`1e300`, `.inf` or `.nan` is refused here, naming its key).
 MAX_SECONDS = 86400.0
-Seconds = Annotated[float, Field(gt=0, le=MAX_SECONDS, allow_inf_nan=False)]
+Seconds = Annotated[float, Meta(gt=0, le=MAX_SECONDS)]
 
 
-class OtlpSettings(BaseModel):
+class OtlpSettings(Struct, kw_only=True, forbid_unknown_fields=True, dict=True):
     """Where and how reports go over OTLP (`sitscheck.export`); no endpoint: no export.
 
     The OTEL_* environment variables and `--otlp` override these (see
@@ -40,34 +34,35 @@ class OtlpSettings(BaseModel):
     and named in `ignored`, never an error (a telemetry typo must not stop health checking).
     """
 
-    model_config = ConfigDict(extra="forbid")
-    _ignored: list[str] = PrivateAttr(default_factory=list)
-
     endpoint: str | None = None
-    protocol: str | None = Field(default=None, description="grpc or http/protobuf")
-    headers: dict[str, str] = Field(default_factory=dict)
-    compression: str | None = Field(default=None, description="gzip, deflate or none")
-    certificate: str | None = Field(
-        default=None, description="CA bundle (PEM) to verify the endpoint"
-    )
-    timeout_s: float | None = Field(
-        default=None, gt=0, le=MAX_SECONDS, allow_inf_nan=False, description="per request; 10"
-    )
-    client_certificate: str | None = Field(default=None, description="PEM, for mutual TLS")
-    client_key: str | None = Field(default=None, description="PEM, for mutual TLS")
-    insecure: bool | None = Field(
-        default=None, description="grpc: no TLS where the endpoint has no scheme"
-    )
+    protocol: Annotated[str | None, Meta(description="grpc or http/protobuf")] = None
+    headers: dict[str, str] = field(default_factory=dict)
+    compression: Annotated[str | None, Meta(description="gzip, deflate or none")] = None
+    certificate: Annotated[
+        str | None, Meta(description="CA bundle (PEM) to verify the endpoint")
+    ] = None
+    timeout_s: Annotated[Seconds | None, Meta(description="per request; 10")] = None
+    client_certificate: Annotated[str | None, Meta(description="PEM, for mutual TLS")] = None
+    client_key: Annotated[str | None, Meta(description="PEM, for mutual TLS")] = None
+    insecure: Annotated[
+        bool | None, Meta(description="grpc: no TLS where the endpoint has no scheme")
+    ] = None
     service_name: str | None = None
-    resource_attributes: dict[str, str] = Field(default_factory=dict)
-    spool_max_files: int = Field(default=200, ge=1, description="undelivered payloads kept on disk")
-    spool_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1)
-    spool_max_age_s: float = Field(default=7 * 24 * 3600.0, gt=0, allow_inf_nan=False)
+    resource_attributes: dict[str, str] = field(default_factory=dict)
+    spool_max_files: Annotated[int, Meta(ge=1, description="undelivered payloads kept on disk")] = (
+        200
+    )
+    spool_max_bytes: Annotated[int, Meta(ge=1)] = 64 * 1024 * 1024
+    spool_max_age_s: Annotated[float, Meta(gt=0)] = 7 * 24 * 3600.0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.spool_max_age_s):
+            raise ValueError("spool_max_age_s: must be a finite number")
 
     @property
     def ignored(self) -> list[str]:
         """The site file's malformed keys, left out: what is wrong with each (no value)."""
-        return list(self._ignored)
+        return list(vars(self).get("_ignored", ()))
 
     @classmethod
     def lenient(cls, value: Any) -> OtlpSettings:
@@ -83,25 +78,30 @@ class OtlpSettings(BaseModel):
             value = {}
         for key, item in value.items():
             where = f"config otlp.{_printable(key)}"
-            if key not in cls.model_fields:
+            if key not in cls.__struct_fields__:
                 ignored.append(f"{where}: not a setting")
             elif isinstance(item, Mapping) and key in ("headers", "resource_attributes"):
                 kept[key] = {}
                 for name, entry in item.items():  # a bad entry alone is left out
-                    if problem := _problem(cls, {key: {name: entry}}):
+                    if problem := _problem({key: {name: entry}}):
                         ignored.append(f"{where}.{_printable(name)}: {problem}")
                     else:
                         kept[key][name] = entry
-            elif problem := _problem(cls, {key: item}):
+            elif problem := _problem({key: item}):
                 ignored.append(f"{where}: {problem}")
             else:
                 kept[key] = item
-        settings = cls.model_validate(kept)
-        settings._ignored = ignored
+        settings = convert(kept, cls, strict=False)
+        vars(settings)["_ignored"] = ignored
         return settings
 
-    def __repr_args__(self) -> Any:
-        for name, value in super().__repr_args__():
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self._shown())
+        return f"OtlpSettings({shown})"
+
+    def _shown(self) -> Iterator[tuple[str, Any]]:
+        for name in self.__struct_fields__:
+            value = getattr(self, name)
             if name == "headers" and isinstance(value, dict):
                 yield name, {key: "<redacted>" for key in value}
             elif name == "endpoint" and isinstance(value, str) and "@" in value:
@@ -111,12 +111,12 @@ class OtlpSettings(BaseModel):
                 yield name, value
 
 
-def _problem(model: type[BaseModel], data: dict[str, Any]) -> str | None:
-    """What is wrong with `data` for `model`, in pydantic's words (never the value)."""
+def _problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with `data` for `OtlpSettings` (never the value)."""
     try:
-        model.model_validate(data)
-    except ValidationError as exc:
-        return "; ".join(err["msg"] for err in exc.errors())
+        convert(data, OtlpSettings, strict=False)
+    except Invalid as exc:
+        return exc.what
     return None
 
 
@@ -125,71 +125,70 @@ def _printable(key: Any) -> str:
     return text if text.isprintable() else repr(text)
 
 
-class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RunConfig(Struct, kw_only=True, forbid_unknown_fields=True):
+    """A run's settings; `run_config` reads them from the site file's keys and the options."""
 
-    check_timeout_s: Seconds = Field(20.0, description="deadline of each check")
-    run_timeout_s: Seconds = Field(45.0, description="deadline of the whole run")
+    check_timeout_s: Annotated[Seconds, Meta(description="deadline of each check")] = 20.0
+    run_timeout_s: Annotated[Seconds, Meta(description="deadline of the whole run")] = 45.0
     command_timeout_s: Seconds = 10.0
     nvml_deadline_s: Seconds = 5.0
-    sample_seconds: float = Field(3.0, ge=0, le=600, allow_inf_nan=False)
-    expect_gpus: int | None = Field(None, ge=0)
+    sample_seconds: Annotated[float, Meta(ge=0, le=600)] = 3.0
+    expect_gpus: Annotated[int, Meta(ge=0)] | None = None
     profile: str | None = None
-    checks: list[str] = Field(default_factory=list)
-    skip: list[str] = Field(default_factory=list)
-    rules_dirs: list[Path] = Field(default_factory=list)
-    trt_logs: list[str] = Field(default_factory=list)
-    trt_probe: bool = Field(
-        False, description="build a tiny TensorRT network on each GPU (needs sitscheck[tensorrt])"
-    )
+    checks: list[str] = field(default_factory=list)
+    skip: list[str] = field(default_factory=list)
+    rules_dirs: list[Path] = field(default_factory=list)
+    trt_logs: list[str] = field(default_factory=list)
+    trt_probe: Annotated[
+        bool,
+        Meta(description="build a tiny TensorRT network on each GPU (needs sitscheck[tensorrt])"),
+    ] = False
     sys_root: str = "/sys"
     state_dir: Path = Path("/var/lib/sitscheck")
     load: bool = False
-    bandwidth: bool = Field(
-        False, description="measure PCIe, HBM and peer bandwidth (also part of load)"
-    )
+    bandwidth: Annotated[
+        bool, Meta(description="measure PCIe, HBM and peer bandwidth (also part of load)")
+    ] = False
     daemon: bool = False
     verbose: bool = False
-    otlp: OtlpSettings = Field(default_factory=OtlpSettings)
-    check_config: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description=(
-            "each check's own config section, by check name (validated by the model the check "
-            "declares as its `config`)"
+    otlp: OtlpSettings = field(default_factory=OtlpSettings)  # `run_config`: never an error
+    check_config: Annotated[
+        dict[str, dict[str, Any]],
+        Meta(
+            description="each check's own config section, by check name (validated by the "
+            "model the check declares as its `config`)"
         ),
-    )
+    ] = field(default_factory=dict)
 
-    @field_validator("otlp", mode="wrap")
-    @classmethod
-    def _otlp_never_fails(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> OtlpSettings:
-        return OtlpSettings.lenient(value)  # export settings are warnings, never exit 3
+
+def run_config(data: Mapping[str, Any]) -> RunConfig:
+    """`data` (setting -> value) as a RunConfig, every setting checked (`Invalid` names the
+    first that is not one or does not fit), a number written as text read as the number.
+    `otlp` never fails: export settings are warnings, never exit 3 (`OtlpSettings.lenient`)."""
+    given = dict(data)
+    otlp = OtlpSettings.lenient(given.pop("otlp", None))
+    config = convert(given, RunConfig, strict=False)
+    config.otlp = otlp
+    return config
 
 
 def load_site_config(path: Path | None) -> dict[str, Any]:
-    """The site file's settings; {} when the default file is absent. Errors name the file."""
+    """The site file's settings; {} when the default file is absent. Errors name the file.
+    The mappings keep the line of each key (`engine.lined`), for `build_config`'s errors."""
     target = path or SITE_CONFIG
     if not target.exists():
         if path is not None:
             raise ConfigError(f"{target}: no such config file")
         return {}
-    import yaml  # only for a site file: a run without one reads YAML after its window began
-
+    # only for a site file: a run without one reads YAML after its window began
     from .engine.yaml_lines import read_capped
-    from .engine.yaml_parse import check_events
+    from .engine.yaml_parse import parse_lined
     from .errors import RuleError
 
     try:
-        text = read_capped(target).decode("utf-8")
-        check_events(target, text)
-        data = yaml.safe_load(text)
-    except RuleError as exc:
+        data = parse_lined(target, read_capped(target).decode("utf-8"))
+    except RuleError as exc:  # not YAML (the problem's words, never the line), an alias, ...
         raise ConfigError(str(exc)) from exc
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        # the problem's words only: yaml's full text quotes the line, which may hold a secret
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise ConfigError(f"{target}{line}: not valid YAML: {problem}") from exc
     except OSError as exc:
         raise ConfigError(f"{target}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -202,11 +201,35 @@ def load_site_config(path: Path | None) -> dict[str, Any]:
 
 
 def build_config(site: dict[str, Any], overrides: dict[str, Any], source: str) -> RunConfig:
-    merged = {**site, **{k: v for k, v in overrides.items() if v is not None}}
+    """The site file's settings (`source` names it) under the options given: a setting that
+    is not one or does not fit is a ConfigError of one line, `source[:line]: key: what`."""
+    given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return RunConfig(**merged)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: {problems}") from exc
+        return run_config({**site, **given})
+    except Invalid as exc:
+        line = None if exc.path[:1] and exc.path[0] in given else _line(site, exc.path)
+        where = f"{source}:{line}" if line is not None else source
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _line(site: Any, path: tuple[str | int, ...]) -> int | None:
+    """The line of `path` in the site file, where its mappings kept their lines."""
+    from .engine.lined import LinedDict, LinedList, line_of
+
+    if not isinstance(site, LinedDict):
+        return None
+    container: Any = site
+    for part in path[:-1]:
+        inner = _entry(container, part)
+        if not isinstance(inner, (LinedDict, LinedList)):
+            break
+        container = inner
+    return line_of(container, path[-1] if path else None)
+
+
+def _entry(container: Any, part: str | int) -> Any:
+    if isinstance(container, dict):
+        return container.get(part)
+    if isinstance(container, list) and isinstance(part, int) and 0 <= part < len(container):
+        return container[part]
+    return None

@@ -197,6 +197,8 @@ class Interrupt:
             interrupted = self.signum is not None
         if not interrupted:
             return report
+        from msgspec.structs import replace
+
         from .models import Status, worst
 
         status = worst([report.status, Status.UNKNOWN])
@@ -205,7 +207,7 @@ class Interrupt:
         if said not in rest:
             rest = f"{said} after its checks had finished — {rest}" if rest else said
         headline = f"{status.value.upper()} — {rest}"
-        return report.model_copy(update={"status": status, "headline": headline})
+        return replace(report, status=status, headline=headline)
 
 
 class _Done(threading.Event):

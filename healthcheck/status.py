@@ -1,7 +1,7 @@
-"""Statuses, severities and layers: plain enums, importable without pydantic.
+"""Statuses, severities and layers: plain enums, importable on their own.
 
 Kept apart from the report model so that listing checks (`sitscheck checks`) and start-up
-need not import pydantic; `sitscheck.models` re-exports them.
+need not import it; `sitscheck.models` re-exports them.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from msgspec import field
 from sitscheck.contract.facts import FactsModel
 
 
@@ -23,12 +23,10 @@ class Gpu(FactsModel):
     sources: dict[str, str] | None = None  # values another source gave: record path → source
 
 
-class Facts(FactsModel):
+class Facts(FactsModel, kw_only=True):
     # nvml, nvidia-smi -L, nvidia-smi --query-gpu or nvidia-smi -q: the first read; null: no driver
     source: str | None
-    sources: list[str] = Field(
-        default_factory=list
-    )  # every source fused, in the order they are trusted
+    sources: list[str] = field(default_factory=list)  # every source fused, in the order trusted
     driver_version: str | None = None
     cuda_driver_version: int | None = None  # e.g. 13000 for CUDA 13.0
     gpu_count: int
@@ -37,6 +35,4 @@ class Facts(FactsModel):
     # bus ids of the NVIDIA GPUs sysfs shows on the PCI bus (those bound to vfio-pci or
     # pci-stub left out), read where no source lists a GPU; null where the driver lists GPUs
     gpus_on_bus: list[str] | None = None
-    disagreements: list[str] = Field(
-        default_factory=list
-    )  # values two sources read differently, in words
+    disagreements: list[str] = field(default_factory=list)  # values two sources read differently

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Annotated
+
+from msgspec import Meta, Struct, field
 from sitscheck.contract.facts import FactsModel, KernelLogFacts
 
 
@@ -39,7 +41,7 @@ class Port(FactsModel):
     retransmit_pct: float | None = None  # retransmits per packet sent, percent
 
 
-class Hca(FactsModel):
+class Hca(FactsModel, kw_only=True):
     """One RDMA device (`hcas[]`)."""
 
     name: str
@@ -76,24 +78,21 @@ class Facts(FactsModel):
     kernel_log: KernelLogFacts | None
 
 
-class Settings(BaseModel):
+class Settings(Struct, kw_only=True, forbid_unknown_fields=True):
     """`check_config.infiniband`: ports that carry no traffic by design (a storage or
     management NIC left uncabled): kept out of every finding and rule, listed in the facts."""
 
-    model_config = ConfigDict(extra="forbid")
-    ignore_ports: list[str] = Field(
-        default_factory=list,
-        description='HCA names ("mlx5_8": all its ports) or ports ("mlx5_8/2")',
-    )
+    ignore_ports: Annotated[
+        list[str], Meta(description='HCA names ("mlx5_8": all its ports) or ports ("mlx5_8/2")')
+    ] = field(default_factory=list)
 
-    @field_validator("ignore_ports")
-    @classmethod
-    def _spelled(cls, values: list[str]) -> list[str]:
-        for value in values:
+    def __post_init__(self) -> None:
+        for value in self.ignore_ports:
             hca, _, port = value.partition("/")
             if not hca.strip() or (port and not port.isdigit()):
-                raise ValueError(f"{value!r}: give an HCA (mlx5_8) or a port (mlx5_8/2)")
-        return values
+                raise ValueError(
+                    f"ignore_ports: {value!r}: give an HCA (mlx5_8) or a port (mlx5_8/2)"
+                )
 
     def ignores(self, hca: str, port: int) -> bool:
         return hca in self.ignore_ports or f"{hca}/{port}" in self.ignore_ports

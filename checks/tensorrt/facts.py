@@ -3,7 +3,7 @@ optional probe's builds."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from msgspec import field
 from sitscheck.contract.facts import FactsModel, GpuRefFacts
 
 
@@ -19,11 +19,11 @@ class Fallback(FactsModel):
     reason: str
 
 
-class PrecisionFallback(FactsModel):
+class PrecisionFallback(FactsModel, kw_only=True):
     """A layer kept at or moved to a higher precision (`parse.PrecisionFallback`)."""
 
     layer: str | None
-    from_: str | None = Field(alias="from")
+    from_: str | None = field(name="from")
     to: str
 
 

@@ -26,7 +26,7 @@ from .declarations import (
     resolve,
 )
 
-if TYPE_CHECKING:  # the report model (pydantic) is not needed to list or load checks
+if TYPE_CHECKING:  # the report model is not needed to list or load checks
     from ..config import RunConfig
     from ..kernlog.scan import KernelLogPass, KernelLogResult
     from ..models import Finding, Metric, Series

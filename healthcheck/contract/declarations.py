@@ -1,7 +1,7 @@
 """What a check declares about itself: its evidence, kernel-log interest, codes and metrics.
 
 Plain frozen records (msgspec Structs: `msgspec.structs.replace` makes a changed copy),
-importable without pydantic, NVML or any check's code: listing the checks and starting up
+importable without the report model, NVML or any check's code: listing the checks and starting up
 read these declarations only. A built-in check and a third-party
 plugin declare the same things the same way; the rest of the system (live reading, `collect`,
 replay, the one kernel-log pass, findings, `explain`, every reporter, `rules validate`) derives
@@ -317,7 +317,7 @@ class Declaration(Struct, frozen=True):
     kernel_log: KernelLogInterest | None = None
     codes: CodeTable = field(default_factory=lambda: Codes(()))
     metrics: tuple[MetricSpec, ...] = ()
-    facts: str | None = None  # "module:Model", a pydantic model of the facts
+    facts: str | None = None  # "module:Model", a Struct of the facts (`contract.facts`)
     config: str | None = None  # "module:Model", the check's config section
     profile_keys: tuple[ProfileKey, ...] = ()
 

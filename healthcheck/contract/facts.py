@@ -1,28 +1,26 @@
 """Bases of a check's typed facts model: `Declaration.facts = "module:Model"` names one.
 
-A facts model is a pydantic model of exactly what a check returns in `CheckOutput.facts`:
-every key it writes is a field, and no other key is accepted (`extra="forbid"`), so the
+A facts model is a msgspec Struct of exactly what a check returns in `CheckOutput.facts`:
+every key it writes is a field, and no other key is accepted (`forbid_unknown_fields`), so the
 model's JSON Schema is the list of fact paths a rule may read (`sitscheck rules validate`
 walks it) and scripts read. A key the check always writes is required (its value may still be
 null); one it writes only sometimes has a default. A map keyed by data (a bus id, an Xid
-number) is a `dict[str, X]`.
+number) is a `dict[str, X]`. A class whose own required fields follow optional ones is
+`kw_only=True` (msgspec, as dataclasses, asks it of each class).
 
 The shapes here are the core's own output that several checks hand on: a GPU's identity as
 `sitscheck.gpu` and `gpu.identity.known_gpus` give it, the GPU checks' `{source, ref, gpus}` (the
 `gpu.judging.judge_each` loop) and the kernel-log pass's `log`. Imported only where facts are
-validated or their schema is made, never to list checks or to run them (pydantic stays out
-of `sitscheck.contract`'s own import).
+validated or their schema is made, never to list checks or to run them.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 
-class FactsModel(BaseModel):
+class FactsModel(Struct, kw_only=True, forbid_unknown_fields=True):
     """A facts record: every key declared, none other accepted."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 class GpuRefFacts(FactsModel):

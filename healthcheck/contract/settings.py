@@ -1,5 +1,5 @@
 """Each check's own config section (`check_config: {NAME: {...}}` in config.yaml), validated
-by the pydantic model the check declares as its `config`. A section for no selected check,
+by the model (a msgspec Struct) the check declares as its `config`. A section for no selected check,
 or one that does not validate, is the user's mistake: ConfigError naming the key."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from .declarations import declaration_of, resolve
 
 def check_settings(checks: Iterable[Any], sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each declaring check's validated settings (its model's defaults where no section)."""
-    from pydantic import BaseModel, ValidationError
+    from msgspec import Struct
+
+    from ..structs import Invalid, convert
 
     loaded = [c for c in checks if hasattr(c, "collect")]
     names = {c.name for c in loaded}
@@ -31,12 +33,11 @@ def check_settings(checks: Iterable[Any], sections: dict[str, dict[str, Any]]) -
                 raise ConfigError(f"check_config.{check.name}: the check takes no settings")
             continue
         model = resolve(reference)
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        if not (isinstance(model, type) and issubclass(model, Struct)):
             raise ConfigError(f"check {check.name}: its config {reference} is not a model")
         try:
-            settings[check.name] = model(**(section or {}))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ConfigError(f"check_config.{check.name}.{where}: {err['msg']}") from exc
+            settings[check.name] = convert(section or {}, model, strict=False)
+        except Invalid as exc:
+            where = ".".join(["check_config", check.name, *map(str, exc.path)])
+            raise ConfigError(f"{where}: {exc.what}") from exc
     return settings

@@ -38,7 +38,6 @@ from itertools import chain
 from typing import Literal
 
 from msgspec import Struct, field
-from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..kernlog.lines import split_kernel_line
 
@@ -46,10 +45,8 @@ CursorKind = Literal["kmsg", "text"]
 _HASH_CHARS = 16
 
 
-class KernelCursor(BaseModel):
+class KernelCursor(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Where reading stopped: `seq` for a kmsg log, `lines` for a text log; never both."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     boot_id: str | None = None
     source: str | None = None
@@ -57,11 +54,9 @@ class KernelCursor(BaseModel):
     lines: int | None = None
     last_hash: str | None = None
 
-    @model_validator(mode="after")
-    def _one_position(self) -> KernelCursor:
+    def __post_init__(self) -> None:
         if (self.seq is None) == (self.lines is None):
             raise ValueError("a kernel cursor has either `seq` (kmsg) or `lines` (text)")
-        return self
 
     @property
     def kind(self) -> CursorKind:

@@ -23,6 +23,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 from msgspec import Struct
+from msgspec.structs import replace
 
 from ..models import (
     CheckResult,
@@ -100,14 +101,13 @@ def mark_report(
     verdicts = [marker.verdict(verdict) for verdict in report.verdicts]
     cleared = marker.close(report, now, carry_limit)
     deltas, counters = _counters(report, previous, now, boot_id, carry_limit)
-    marked = report.model_copy(
-        update={
-            "checks": checks,
-            "verdicts": verdicts,
-            "cleared": cleared,
-            "deltas": deltas,
-            "headline": _headline(report.headline, marker, cleared, previous),
-        }
+    marked = replace(
+        report,
+        checks=checks,
+        verdicts=verdicts,
+        cleared=cleared,
+        deltas=deltas,
+        headline=_headline(report.headline, marker, cleared, previous),
     )
     return Marked(marked, list(marker.items.values()), counters)
 
@@ -125,7 +125,7 @@ class _Marker:
         if not result.findings:
             return result
         findings = [self.finding(result.name, f) for f in result.findings]
-        return result.model_copy(update={"findings": findings})
+        return replace(result, findings=findings)
 
     def finding(self, check: str, finding: Finding) -> Finding:
         status = finding.severity.as_status()
@@ -146,7 +146,7 @@ class _Marker:
                 last_seen=self.now,
             )
         )
-        return finding.model_copy(update={"state": state, "since": since})
+        return replace(finding, state=state, since=since)
 
     def verdict(self, verdict: Verdict) -> Verdict:
         if verdict.status not in _TRACKED_VERDICTS:
@@ -169,7 +169,7 @@ class _Marker:
                 last_seen=self.now,
             )
         )
-        return verdict.model_copy(update={"state": state, "since": since})
+        return replace(verdict, state=state, since=since)
 
     def _mark(self, key: str, status: Status, fresh: bool) -> tuple[str, str]:
         twin = self.items.get(key)

@@ -19,6 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 
+from msgspec.structs import replace
+
 from .. import __version__
 from ..models import DaemonInfo, Report
 from ..sources.base import Sources
@@ -139,7 +141,7 @@ class DaemonSession:
             kernel_log=follow.describe() if follow is not None else None,
             notes=notes,
         )
-        return marked.report.model_copy(update={"daemon": info})
+        return replace(marked.report, daemon=info)
 
     def _next_cursor(self, follow: LogFollow | None) -> KernelCursor | None:
         if follow is None or not follow.complete:

@@ -27,16 +27,16 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import Struct, field
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from msgspec import Meta, Struct, field
 
 from ..errors import SitscheckError
 from ..models import Device, KnownGpu, Status
 from ..printable import printable
 from ..reporters.files import write_atomic
 from ..sources.files import read_at_most
+from ..structs import Invalid, convert, json_text
 from .cursor import KernelCursor
 
 log = logging.getLogger("sitscheck.daemon")
@@ -54,50 +54,42 @@ class StateError(SitscheckError):
     """The state directory cannot be used (not writable, locked by another run)."""
 
 
-class TrackedItem(BaseModel):
+class TrackedItem(Struct, kw_only=True):
     """A finding or verdict of an earlier run, kept to tell new from persisting and cleared."""
-
-    model_config = ConfigDict(extra="ignore")
 
     kind: Literal["finding", "verdict"]
     key: str
-    code: str = Field(description="finding code or rule id")
+    code: Annotated[str, Meta(description="finding code or rule id")]
     check: str | None = None
     device: Device | None = None
     status: Status
     message: str = ""
-    event: bool = Field(default=False, description="made of kernel-log events: never clears")
+    event: Annotated[bool, Meta(description="made of kernel-log events: never clears")] = False
     since: str
     last_seen: str
 
 
-class CounterValue(BaseModel):
+class CounterValue(Struct, kw_only=True):
     """The last value of one cumulative counter (one metric series of one check)."""
-
-    model_config = ConfigDict(extra="ignore")
 
     key: str
     check: str
     name: str
     unit: str = ""
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
     value: float
     at: str
 
 
-class LastRun(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class LastRun(Struct, kw_only=True):
     at: str
     status: Status
     exit_code: int
     headline: str
 
 
-class DaemonState(BaseModel):
+class DaemonState(Struct, kw_only=True):
     """Everything a daemon run keeps for the next one."""
-
-    model_config = ConfigDict(extra="ignore")
 
     format: Literal["sitscheck-state"] = STATE_FORMAT
     version: int = STATE_VERSION
@@ -106,12 +98,12 @@ class DaemonState(BaseModel):
     host: str | None = None
     boot_id: str | None = None
     kernel_cursor: KernelCursor | None = None
-    items: list[TrackedItem] = Field(default_factory=list)
-    counters: list[CounterValue] = Field(default_factory=list)
+    items: list[TrackedItem] = field(default_factory=list)
+    counters: list[CounterValue] = field(default_factory=list)
     last_run: LastRun | None = None
-    gpus: list[KnownGpu] = Field(
-        default_factory=list, description="the GPUs' identities as the runs knew them (`known`)"
-    )
+    gpus: Annotated[
+        list[KnownGpu], Meta(description="the GPUs' identities as the runs knew them (`known`)")
+    ] = field(default_factory=list)
 
 
 class LoadedState(Struct):
@@ -162,11 +154,9 @@ def _problem(data: bytes) -> DaemonState | str:
             f"{STATE_VERSION}"
         )
     try:
-        return DaemonState.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        return f"does not hold a valid state ({where}: {first['msg']})"
+        return convert(raw, DaemonState, strict=False)
+    except Invalid as exc:
+        return f"does not hold a valid state ({exc})"
 
 
 def _set_aside(path: Path, problem: str, now: datetime | None) -> str:
@@ -204,7 +194,7 @@ def _remove_stale_temporaries(state_dir: Path) -> None:
 
 def save_state(state_dir: Path, state: DaemonState) -> None:
     """Write the state atomically: the old file stays whole until the new one replaces it."""
-    text = state.model_dump_json(indent=1, exclude_none=False) + "\n"
+    text = json_text(state, indent=1) + "\n"
     try:
         write_atomic(state_path(state_dir), text, mode=STATE_FILE_MODE)
         _fsync_dir(state_dir)

@@ -24,6 +24,7 @@ from msgspec import Struct
 
 from ..contract.declarations import declaration_of, resolve
 from ..errors import ConfigError
+from ..structs import json_schema
 
 # The lists of a check's facts whose records become `gpu.<check>` (`identity.gpu_records`).
 GPU_RECORD_LISTS = ("gpus", "per_gpu")
@@ -168,7 +169,8 @@ def _no_such(name: str, known: Iterable[str]) -> str:
 
 
 def facts_model(check: Any) -> Any | None:
-    """The pydantic model a check declares for its facts, or None where it declares none."""
+    """The model (a msgspec Struct) a check declares for its facts, or None where it declares
+    none."""
     reference = declaration_of(check).facts
     if reference is None:
         return None
@@ -176,8 +178,8 @@ def facts_model(check: Any) -> Any | None:
         model = resolve(reference)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"check {check.name}: facts model {reference}: {exc}") from exc
-    if not callable(getattr(model, "model_json_schema", None)):
-        raise ConfigError(f"check {check.name}: facts model {reference} is not a pydantic model")
+    if not (isinstance(model, type) and issubclass(model, Struct)):
+        raise ConfigError(f"check {check.name}: facts model {reference} is not a Struct")
     return model
 
 
@@ -186,7 +188,7 @@ def facts_schema(check: Any) -> dict[str, Any] | None:
     model = facts_model(check)
     if model is None:
         return None
-    schema: dict[str, Any] = model.model_json_schema()
+    schema = json_schema(model)
     schema["title"] = f"sitscheck facts: {check.name}"
     return schema
 

@@ -89,7 +89,7 @@ def validate(paths: list[Path]) -> Outcome:
 
 class _Declared:
     """The checks' declarations, read when first needed (a file that does not even load needs
-    none: no check or pydantic model is imported for it)."""
+    none: no check or facts model is imported for it)."""
 
     def __init__(self) -> None:
         self._checks: list[Any] | None = None

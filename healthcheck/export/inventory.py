@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from msgspec import Struct, field
+from msgspec.structs import replace
 
 from ..models import Device, Report, Status, worst
 from ..sources.nvml_record import hw_id
@@ -203,18 +204,12 @@ def with_gpu_uuids(report: Report) -> Report:
         gpu = inventory.find(device.index, None, device.pci_bus_id)
         if gpu is None or gpu.uuid is None:
             return device
-        return device.model_copy(update={"uuid": gpu.uuid})
+        return replace(device, uuid=gpu.uuid)
 
     checks = [
-        check.model_copy(
-            update={
-                "findings": [
-                    f.model_copy(update={"device": named(f.device)}) for f in check.findings
-                ]
-            }
-        )
+        replace(check, findings=[replace(f, device=named(f.device)) for f in check.findings])
         for check in report.checks
     ]
-    verdicts = [v.model_copy(update={"device": named(v.device)}) for v in report.verdicts]
-    cleared = [c.model_copy(update={"device": named(c.device)}) for c in report.cleared]
-    return report.model_copy(update={"checks": checks, "verdicts": verdicts, "cleared": cleared})
+    verdicts = [replace(v, device=named(v.device)) for v in report.verdicts]
+    cleared = [replace(c, device=named(c.device)) for c in report.cleared]
+    return replace(report, checks=checks, verdicts=verdicts, cleared=cleared)

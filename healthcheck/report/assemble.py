@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from msgspec.structs import replace
+
 from .. import __version__
 from ..models import CheckResult, Report, Status, Verdict, worst
 from ..sources.hostname import node_name
@@ -60,7 +62,7 @@ def mark_explanations(verdicts: list[Verdict]) -> list[Verdict]:
                 )
             )
         )
-        out.append(verdict.model_copy(update={"explained_by": causes}) if causes else verdict)
+        out.append(replace(verdict, explained_by=causes) if causes else verdict)
     return out
 
 
@@ -90,7 +92,7 @@ def with_verdicts(
     for result in results:
         status = worst([result.status, *raised.get(result.name, [])], result.status)
         same = status == result.status or result.status == Status.SKIPPED
-        out.append(result if same else result.model_copy(update={"status": status}))
+        out.append(result if same else replace(result, status=status))
     return out
 
 

@@ -10,11 +10,12 @@ import json
 
 from ..export.inventory import with_gpu_uuids
 from ..models import Report
+from ..structs import json_schema, json_text
 
 
 def render_json(report: Report, verbose: bool = False) -> str:
-    return with_gpu_uuids(report).model_dump_json(indent=2) + "\n"
+    return json_text(with_gpu_uuids(report)) + "\n"
 
 
 def report_schema() -> str:
-    return json.dumps(Report.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    return json.dumps(json_schema(Report), indent=2, sort_keys=True) + "\n"

@@ -16,7 +16,7 @@ from msgspec import Struct
 
 from .files import FileTree
 
-if TYPE_CHECKING:  # the report model (pydantic) loads after a live run's window opens
+if TYPE_CHECKING:  # the report model loads after a live run's window opens
     from ..models import KnownGpu
 
 T = TypeVar("T")

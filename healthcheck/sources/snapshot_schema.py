@@ -13,14 +13,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from msgspec import Meta, Struct, field
+
+from ..structs import Invalid, convert
 
 Number = int | float | None
-Count = Annotated[int | float | None, Field(ge=0)]  # an error counter: never negative
+# an error counter: never negative
+Count = Annotated[int, Meta(ge=0)] | Annotated[float, Meta(ge=0)] | None
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class _Loose(Struct, kw_only=True):  # unknown keys are read past
+    pass
 
 
 class _Link(_Loose):
@@ -78,7 +81,7 @@ class _Gpu(_Loose):
     power: dict[str, Number] = {}
     temperature: dict[str, Number] = {}
     clocks_max_mhz: dict[str, Number] = {}
-    ecc: _Ecc = _Ecc()
+    ecc: _Ecc = field(default_factory=_Ecc)
     remap: _Remap | None = None
     retired_pages: _Retired | None = None
     nvlink: list[_Link] = []
@@ -116,10 +119,7 @@ class _Snapshot(_Loose):
 def snapshot_problem(data: object, ref: str) -> str | None:
     """None when `data` has the nvml.json shape, else one message naming where it does not."""
     try:
-        _Snapshot.model_validate(data, strict=False)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return f"{ref}: {where}: {first['msg']}{more}"
+        convert(data, _Snapshot, strict=False)
+    except Invalid as exc:
+        return f"{ref}: {exc}"
     return None

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from sitscheck.daemon.loop import Notifier, serve
 from sitscheck.daemon.run_line import run_line
 from sitscheck.models import (
@@ -221,18 +222,15 @@ def test_the_run_line_names_what_is_new_and_cleared() -> None:
     )
     old = Finding(code="xid.13", severity=Severity.WARNING, message="m", state="persisting")
     info = Finding(code="pcie_aer.info", severity=Severity.INFO, message="m", state="new")
-    report = a_report("CRITICAL — checks: xid — since the last run: 2 new, 1 cleared").model_copy(
-        update={
-            "status": Status.CRITICAL,
-            "checks": [CheckResult(name="xid", status=Status.CRITICAL, findings=[new, old, info])],
-            "verdicts": [
-                Verdict(rule="gpu.lost", status=Status.CRITICAL, message="m", state="new"),
-            ],
-            "cleared": [
-                Cleared(kind="finding", code="nvlink.down", device=Device(index=0),
-                        status=Status.WARNING, message="m"),
-            ],
-        }
+    report = replace(
+        a_report("CRITICAL — checks: xid — since the last run: 2 new, 1 cleared"),
+        status=Status.CRITICAL,
+        checks=[CheckResult(name="xid", status=Status.CRITICAL, findings=[new, old, info])],
+        verdicts=[Verdict(rule="gpu.lost", status=Status.CRITICAL, message="m", state="new")],
+        cleared=[
+            Cleared(kind="finding", code="nvlink.down", device=Device(index=0),
+                    status=Status.WARNING, message="m"),
+        ],
     )  # fmt: skip
     assert run_line(7, report, 2.04) == (
         "sitscheck daemon: run 7 (2.0s): CRITICAL — checks: xid — since the last run: 2 new, "

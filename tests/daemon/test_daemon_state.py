@@ -24,6 +24,7 @@ from sitscheck.daemon.state import (
     save_state,
 )
 from sitscheck.models import CheckResult, Evidence, Finding, Report, Severity, Status
+from sitscheck.structs import json_text
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
@@ -87,7 +88,7 @@ def test_round_trip(tmp_path: Path) -> None:
 def test_state_truncated_mid_write_is_moved_aside_with_a_warning_and_the_run_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    text = a_state().model_dump_json(indent=1)
+    text = json_text(a_state(), indent=1)
     (tmp_path / "state.json").write_text(text[: len(text) // 2])
     with caplog.at_level(logging.WARNING, logger="sitscheck.daemon"):
         marked = apply_daemon_state(report(down()), tmp_path, T0)

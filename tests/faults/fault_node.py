@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from msgspec import structs
+from sitscheck.config import run_config
 
 TESTS = Path(__file__).resolve().parent.parent
 if str(TESTS) not in sys.path:
@@ -266,10 +267,9 @@ FAST: dict[str, Any] = {
 def run_live(spec: NodeSpec, patch: Patch, **overrides: Any) -> tuple[Any, float]:
     """One live run (`app.execute`, rules included) on the node: (report, seconds it took)."""
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import RunConfig
 
     install(spec, patch)
-    config = RunConfig.model_validate({**FAST, **overrides})
+    config = run_config({**FAST, **overrides})
     began = time.monotonic()
     report = execute(RunRequest(config))
     return report, time.monotonic() - began

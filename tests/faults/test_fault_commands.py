@@ -37,6 +37,7 @@ from fault_node import (
     run_live,
     write_smi,
 )
+from sitscheck.config import run_config
 from sitscheck.models import Report, Status
 
 RUN_DEADLINE = FAST["run_timeout_s"]
@@ -231,12 +232,11 @@ def test_an_output_a_bundle_never_held_is_no_failure(tmp_path: Path) -> None:
     import shutil
 
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import RunConfig
 
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLE, bundle)
     (bundle / SMI_FILES["--query-gpu=*"]).unlink()
-    report = execute(RunRequest(RunConfig.model_validate({}), str(bundle)))
+    report = execute(RunRequest(run_config({}), str(bundle)))
     for name in ("gpu_telemetry", "memory_errors", "nvlink", "pcie_link"):
         check = result(report, name)
         assert not [n for n in check.not_judged if "is not in the bundle" in n], said(check)

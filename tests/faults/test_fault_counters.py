@@ -13,13 +13,13 @@ import pytest
 from fault_expect import result, said
 from fault_node import BUNDLE
 from sitscheck.app import RunRequest, execute
-from sitscheck.config import RunConfig
+from sitscheck.config import run_config
 from sitscheck.models import Report, Status
 from sitscheck.sources import artifacts as names
 
 
 def replayed(bundle: Path) -> Report:
-    return execute(RunRequest(RunConfig.model_validate({}), str(bundle)))
+    return execute(RunRequest(run_config({}), str(bundle)))
 
 
 @pytest.fixture

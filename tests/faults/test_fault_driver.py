@@ -38,6 +38,7 @@ from fault_node import (
     run_live,
     write_smi,
 )
+from sitscheck.config import run_config
 from sitscheck.models import Report, Severity, Status
 
 BUS_IDS = ("0000:00:06.0", "0000:00:07.0")  # the two H200s in the node's sysfs
@@ -130,13 +131,12 @@ def run(
         report, _ = run_live(node, patch.setattr)
         return report
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import RunConfig
 
     install(node, patch.setattr)
     bundle = tmp_path / "bundle"
     done = invoke("collect", str(bundle), "--sample-seconds", str(FAST["sample_seconds"]))
     assert done.code == 0, done.stdout + done.stderr
-    return execute(RunRequest(RunConfig.model_validate(FAST), bundle=str(bundle)))
+    return execute(RunRequest(run_config(FAST), bundle=str(bundle)))
 
 
 HOW = ("live", "replayed")

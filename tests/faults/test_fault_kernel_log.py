@@ -22,6 +22,7 @@ from fault_expect import (
     said,
 )
 from fault_node import BUNDLE, FAST, NodeSpec, remove_command, run_live
+from sitscheck.config import run_config
 from sitscheck.models import Report, Status
 
 RESTRICTED = "dmesg: read kernel buffer failed: Operation not permitted"
@@ -91,14 +92,13 @@ def test_no_kernel_log_on_a_live_node_is_unknown_not_skipped(
 
 def _replay_with_dmesg(tmp_path: Path, make: Callable[[Path], None] | None) -> Report:
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import RunConfig
 
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLE, bundle)
     (bundle / "dmesg.txt").unlink()
     if make is not None:
         make(bundle / "dmesg.txt")
-    return execute(RunRequest(RunConfig.model_validate({}), str(bundle)))
+    return execute(RunRequest(run_config({}), str(bundle)))
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from fakes.fake_checks import FakeCheck, HangingCheck
 from fakes.procs import read_pids, still_running
@@ -80,7 +81,7 @@ def test_signal_mid_run_writes_the_partial_report_kills_children_and_exits_3(
     assert f"sitscheck: interrupted by {name}" in stderr
     assert "Traceback" not in stderr
     assert still_running(read_pids(pidfile)) == [], "a child outlived the interrupted run"
-    report = Report.model_validate(json.loads(target.read_text()))
+    report = msgspec.convert(json.loads(target.read_text()), Report)
     assert [c.name for c in report.checks] == list(CHECKS)
     topology = result(report, "topology")
     assert topology.status == Status.UNKNOWN
@@ -108,8 +109,9 @@ def test_a_signal_during_start_up_is_held_for_the_run_which_still_reports_instal
     tmp_path: Path,
 ) -> None:
     """The handlers are the first thing `sitscheck` installs: before its command line and its
-    imports (pydantic's compiled core is mapped well after). A SIGTERM sent the moment they
-    are there is held for the run, which ends at once with a report saying so, exit 3."""
+    imports (msgspec's compiled core, which every model and record needs, is mapped well
+    after). A SIGTERM sent the moment they are there is held for the run, which ends at once
+    with a report saying so, exit 3."""
     target = tmp_path / "report.json"
     argv = [str(SITSCHECK), "run", "--from", str(BUNDLE), "-o", f"json={target}"]
     first: list[bool] = []
@@ -118,7 +120,7 @@ def test_a_signal_during_start_up_is_held_for_the_run_which_still_reports_instal
         assert process.poll() is None, "ended before it had a SIGTERM handler"
         if not catches(process.pid, signal.SIGTERM):
             return False
-        first.append(not has_loaded(process.pid, "pydantic_core"))  # read after the handler
+        first.append(not has_loaded(process.pid, "msgspec/_core"))  # read after the handler
         return True
 
     ended = signal_when_ready(argv, handler_there, signal.SIGTERM, "a SIGTERM handler")
@@ -126,7 +128,7 @@ def test_a_signal_during_start_up_is_held_for_the_run_which_still_reports_instal
     assert first == [True], "the SIGTERM handler came only after the heavy imports"
     assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
     assert "sitscheck: interrupted by SIGTERM" in ended.stderr
-    report = Report.model_validate(json.loads(target.read_text()))
+    report = msgspec.convert(json.loads(target.read_text()), Report)
     assert report.status == Status.UNKNOWN and report.exit_code == ended.code
     assert [c.name for c in report.checks] == list(CHECKS)
     for check in report.checks:
@@ -155,7 +157,7 @@ def test_a_signal_after_every_check_finished_gives_a_report_that_agrees_with_exi
     )
 
     assert ended.code == EXIT_INTERRUPTED, ended.stdout + ended.stderr
-    report = Report.model_validate(json.loads(target.read_text()))
+    report = msgspec.convert(json.loads(target.read_text()), Report)
     assert report.status == Status.UNKNOWN, report.headline
     assert report.exit_code == ended.code
     assert report.headline.startswith("UNKNOWN — ") and "interrupted by SIGTERM" in report.headline

@@ -16,7 +16,7 @@ from fakes.fake_checks import (
     RaisingCheck,
     finding,
 )
-from sitscheck.config import RunConfig
+from sitscheck.config import RunConfig, run_config
 from sitscheck.contract import Check, CheckOutput, MetricSpec
 from sitscheck.contract.registry import BrokenCheck, select
 from sitscheck.contract.runner import run_checks, status_of
@@ -38,9 +38,7 @@ def gate() -> Iterator[threading.Event]:
 
 
 def config(check_timeout_s: float = 5.0, run_timeout_s: float = 10.0) -> RunConfig:
-    return RunConfig.model_validate(
-        {"check_timeout_s": check_timeout_s, "run_timeout_s": run_timeout_s}
-    )
+    return run_config({"check_timeout_s": check_timeout_s, "run_timeout_s": run_timeout_s})
 
 
 def test_checks_run_concurrently(sources: ReplaySources) -> None:

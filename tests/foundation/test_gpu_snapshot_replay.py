@@ -10,7 +10,7 @@ import pytest
 from fakes.fake_pynvml import ERROR_CODES, INVENTORY_KEYS, FakePynvml
 from fakes.nvml_node import fake_nvml_sources
 from sitscheck.checks.driver.check import DriverCheck
-from sitscheck.config import RunConfig
+from sitscheck.config import run_config
 from sitscheck.contract import Check
 from sitscheck.contract.registry import BrokenCheck
 from sitscheck.contract.runner import run_checks
@@ -270,7 +270,7 @@ def test_live_driver_check_reads_the_replayed_gpus(
     live: LiveSources, fake_nvml: FakePynvml
 ) -> None:
     try:
-        (result,) = run_checks([driver_check()], live, RunConfig.model_validate({"expect_gpus": 2}))
+        (result,) = run_checks([driver_check()], live, run_config({"expect_gpus": 2}))
     finally:
         live.close()
     assert result.status == Status.OK, result
@@ -284,7 +284,7 @@ def test_live_driver_check_reads_the_replayed_gpus(
 def test_live_driver_check_reports_the_lost_gpu(live: LiveSources, fake_nvml: FakePynvml) -> None:
     fake_nvml.lose_gpu(1, from_call=3)
     try:
-        (result,) = run_checks([driver_check()], live, RunConfig.model_validate({"expect_gpus": 2}))
+        (result,) = run_checks([driver_check()], live, run_config({"expect_gpus": 2}))
     finally:
         live.close()
     assert result.status == Status.CRITICAL

@@ -11,7 +11,7 @@ from fakes.commands import hanging_command
 from fakes.procs import read_pids, still_running
 from sitscheck.app import installed_evidence
 from sitscheck.checks.driver.check import DriverCheck
-from sitscheck.config import RunConfig
+from sitscheck.config import run_config
 from sitscheck.contract import Check
 from sitscheck.contract.registry import BrokenCheck
 from sitscheck.contract.runner import run_checks
@@ -47,7 +47,7 @@ def test_hung_nvidia_smi_makes_the_driver_check_unknown(
         (result,) = run_checks(
             [driver_check()],
             sources,
-            RunConfig.model_validate({"check_timeout_s": 15, "run_timeout_s": 20}),
+            run_config({"check_timeout_s": 15, "run_timeout_s": 20}),
         )
     finally:
         sources.close()

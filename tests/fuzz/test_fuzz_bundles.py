@@ -31,6 +31,7 @@ from sitscheck.contract.evidence import gather
 from sitscheck.contract.registry import discover
 from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.sources import artifacts as names
+from sitscheck.structs import json_text
 
 EXAMPLES = int(os.environ.get("SITSCHECK_FUZZ_EXAMPLES", "150"))
 SITSCHECK = Path(sys.executable).with_name("sitscheck")
@@ -133,7 +134,7 @@ def test_symlinks_out_of_a_bundle_folder_are_not_followed(tmp_path: Path) -> Non
     (bundle / "inside.txt").write_text((BUNDLE / names.NVIDIA_SMI_L).read_text())
 
     report = execute(RunRequest(RunConfig(), str(bundle)))
-    text = report.model_dump_json()
+    text = json_text(report)
     assert "PLANTED-OUTSIDE-THE-BUNDLE" not in text
     assert len(report.checks) == CHECKS
     driver = report.check("driver")

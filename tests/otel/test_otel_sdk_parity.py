@@ -21,6 +21,7 @@ from typing import Any
 
 import grpc
 import pytest
+from msgspec.structs import replace
 from otel_samples import TOKEN, sample_report
 from receivers import GrpcReceiver, Http2Tap, HttpReceiver, Received
 from sitscheck.config import OtlpSettings
@@ -50,7 +51,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
 
 
 def replay() -> Report:
-    return sample_report().model_copy(update={"mode": "replay", "bundle": "/srv/bundle"})
+    return replace(sample_report(), mode="replay", bundle="/srv/bundle")
 
 
 def run_through_the_sdk(report: Report, protocol: str, state: Path) -> None:

@@ -378,7 +378,7 @@ _VALUES = st.recursive(
     ),
     max_leaves=8,
 )
-_KEYS = st.sampled_from([*OtlpSettings.model_fields, "endpiont", "zstd"]) | st.text(max_size=8)
+_KEYS = st.sampled_from([*OtlpSettings.__struct_fields__, "endpiont", "zstd"]) | st.text(max_size=8)
 
 
 @given(

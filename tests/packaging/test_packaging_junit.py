@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from msgspec.structs import replace
 from sitscheck.models import CheckResult, Report, Status
 from sitscheck.reporters.junit import render_junit
 
@@ -57,7 +58,7 @@ def test_statuses_map_to_failure_error_skipped(critical_report: Report) -> None:
 
 def test_unknown_check_is_an_error(ok_report: Report) -> None:
     broken = CheckResult(name="nvlink", status=Status.UNKNOWN, error="NVML call timed out")
-    report = ok_report.model_copy(update={"checks": [broken], "verdicts": []})
+    report = replace(ok_report, checks=[broken], verdicts=[])
     root = parse(render_junit(report, False))
     error = root.find(".//testcase[@name='nvlink']/error")
     assert error is not None and error.get("message") == "NVML call timed out"

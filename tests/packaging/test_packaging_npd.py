@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 from sitscheck.models import CheckResult, Device, Finding, Layer, Report, Severity, Status, Verdict
 from sitscheck.reporters.npd import fit, npd_exit_code, npd_line, render_npd, root_cause
 
 
 def with_status(report: Report, status: Status, **update: object) -> Report:
-    return report.model_copy(update={"status": status, **update})
+    return replace(report, status=status, **update)
 
 
 def test_healthy_node(ok_report: Report) -> None:

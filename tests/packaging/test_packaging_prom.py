@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from sitscheck.cli import app
@@ -111,7 +112,7 @@ def test_cumulative_counters_are_counters() -> None:
 def test_label_values_are_escaped(critical_report: Report) -> None:
     """Quotes and backslashes round-trip the exposition format; a newline, an escape sequence
     or a bidi control (text read from a node) is shown escaped, never written raw."""
-    tricky = critical_report.model_copy(update={"host": 'a"b\\c\nd\x1b[2J\u202e'})
+    tricky = replace(critical_report, host='a"b\\c\nd\x1b[2J\u202e')
     text = render_prom(tricky, False)
     assert not any(ch in text for ch in "\x1b\u202e")
     found = samples(text)

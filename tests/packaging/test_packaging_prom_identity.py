@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sitscheck.cli import app
@@ -109,8 +110,8 @@ def test_the_lost_gpu_keeps_the_labels_it_had_while_it_answered(tmp_path: Path) 
     lost_finding = finding(report, "driver.gpu_lost")
     assert lost_finding["device"]["uuid"] == GPU1["UUID"]
     # OTLP: the GPU's hw.id (its health series and every event about it) is its UUID too
-    inventory = Inventory.of(Report.model_validate(report))
-    device = Device.model_validate(lost_finding["device"])
+    inventory = Inventory.of(msgspec.convert(report, Report))
+    device = msgspec.convert(lost_finding["device"], Device)
     assert inventory.device_attrs(device)["hw.id"] == GPU1["UUID"]
 
 

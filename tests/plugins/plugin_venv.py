@@ -4,7 +4,7 @@ found only through its entry points.
 
 The venv is made without system site packages; the wheels are installed with `pip install
 --no-deps --no-index`, so nothing is downloaded. sitscheck's own dependencies (typer,
-pydantic, CEL, ...) come from the environment running the tests, through a .pth file naming
+msgspec, CEL, ...) come from the environment running the tests, through a .pth file naming
 where they are installed: only sitscheck and the plugins are new. Skipped only where no build
 backend can be had offline.
 """

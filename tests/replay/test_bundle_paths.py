@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from bundle_cases import CASES, bundle_folder, materialise
 from sitscheck.app import RunRequest, execute
@@ -26,7 +27,7 @@ from sitscheck.config import RunConfig
 def _report(location: str) -> dict[str, Any]:
     """The replay's report as JSON, less its timings, with the bundle's name as `<bundle>`."""
     report = execute(RunRequest(RunConfig(), location))
-    text = json.dumps(report.model_dump(mode="json"), sort_keys=True)
+    text = json.dumps(msgspec.to_builtins(report), sort_keys=True)
     data: dict[str, Any] = json.loads(text.replace(json.dumps(location)[1:-1], "<bundle>"))
     data.pop("started_at")
     data.pop("duration_s")

@@ -54,7 +54,7 @@ def stats(value: float) -> dict[str, float]:
 
 
 def edited(results: list[CheckResult], edits: Edits) -> list[CheckResult]:
-    out = [r.model_copy(deep=True) for r in results]
+    out = copy.deepcopy(results)
     by_name = {r.name: r for r in out}
     for key, values in edits.items():
         check, _, gpu = key.partition("@")

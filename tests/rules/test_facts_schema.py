@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import msgspec
 import pytest
 from accept_bundles import one_gpu
 from infiniband.ib_tree import fact_bundles
@@ -73,7 +74,7 @@ def report_facts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     board = eight_h200(tmp_path_factory.mktemp("multigpu"))
     out: dict[str, Any] = {}
     for bundle in (seed, board, BANDWIDTH, IDLE, hgx, accepted):
-        report = json.loads(replay(bundle).model_dump_json())
+        report = msgspec.to_builtins(replay(bundle))
         out.update({check["name"]: check["facts"] for check in report["checks"] if check["facts"]})
     return out
 

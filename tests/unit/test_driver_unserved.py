@@ -21,7 +21,7 @@ import pytest
 from sitscheck.checks.driver.check import DriverCheck
 from sitscheck.checks.driver.kernel import MismatchLines
 from sitscheck.checks.driver.serving import Said, named_failure, quote, unserved
-from sitscheck.config import RunConfig
+from sitscheck.config import run_config
 from sitscheck.contract import Check
 from sitscheck.contract.runner import run_checks
 from sitscheck.kernlog.scan import scan_lines
@@ -139,7 +139,7 @@ def test_a_bundle_says_what_its_recording_said_about_the_driver(tmp_path: Path) 
 
 def driver_result(folder: Path, **config: object) -> CheckResult:
     check = cast(Check, DriverCheck())
-    (result,) = run_checks([check], ReplaySources(folder), RunConfig.model_validate(config))
+    (result,) = run_checks([check], ReplaySources(folder), run_config(config))
     return result
 
 

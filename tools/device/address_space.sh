@@ -4,7 +4,7 @@
 # each check's status and error, and the peak address space (VmPeak) of each run. Carry
 # `.whl`; all lands under $OUT. `.whl` holds the dependencies' cp312 wheels the image lacks
 # (`pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64
-# --platform manylinux_2_28_x86_64 -d .whl pydantic msgspec cel-expr-python ahocorasick-rs
+# --platform manylinux_2_28_x86_64 -d .whl msgspec cel-expr-python ahocorasick-rs
 # opentelemetry-api opentelemetry-sdk opentelemetry-exporter-otlp-proto-common
 # opentelemetry-proto`), this tree's wheel (`pip wheel --no-deps . -w .whl`) and, in
 # .whl/old, the wheel of the code to compare with.

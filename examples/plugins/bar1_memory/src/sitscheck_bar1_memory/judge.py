@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 from sitscheck.contract import CheckOutput, NvmlGpu, NvmlReadings, NvmlValue
 from sitscheck.models import Evidence, Finding, Metric, Severity
 
@@ -47,7 +48,7 @@ def judge(readings: NvmlReadings) -> CheckOutput:
         _judge_one(gpu, entry, bar1, readings.ref, out)
     if not readings.gpus:
         errors.append(f"{readings.ref}: NVML lists no GPU")
-    out.facts = Bar1Facts(source=readings.ref, gpus=gpus).model_dump(exclude_none=True)
+    out.facts = msgspec.to_builtins(Bar1Facts(source=readings.ref, gpus=gpus))
     if errors:
         more = len(errors) - _SHOWN_ERRORS
         out.error = "; ".join(errors[:_SHOWN_ERRORS]) + (f" (and {more} more)" if more > 0 else "")

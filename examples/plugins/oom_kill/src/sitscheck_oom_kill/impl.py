@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from sitscheck.contract import CheckContext, CheckOutput, RunConfig, Sources, kernel_log_skip
 
 from .facts import KernelLog, OomKillSettings
@@ -24,5 +25,5 @@ class OomKillImpl:
         return CheckOutput(
             findings=findings_of(kills, ignored, scan.source),
             metrics=metrics_of(kills, ignored),
-            facts=facts_of(kills, ignored, log).model_dump(),
+            facts=msgspec.to_builtins(facts_of(kills, ignored, log)),
         )
