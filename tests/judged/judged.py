@@ -30,9 +30,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
-for extra in (TESTS / "infiniband",):
+for extra in (TESTS / "infiniband", TESTS):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
+
+from plain_values import without_defaults  # noqa: E402
 
 RECORDED = HERE  # <check>.txt
 TEXTS = sorted([*(TESTS / "corpus").rglob("*.txt"), *(TESTS / "fixtures").rglob("*.txt")])
@@ -60,8 +62,8 @@ def _lines(kind: str, value: Any) -> Iterator[str]:
 
 
 def _plain(record: Any) -> Any:
-    """A finding (a pydantic model) as JSON values, its excerpts cut at 200 characters."""
-    plain = record.model_dump(mode="json", exclude_defaults=True)
+    """A finding (a Struct) as JSON values, its excerpts cut at 200 characters."""
+    plain: dict[str, Any] = without_defaults(record)
     for evidence in plain.get("evidence", []):
         if evidence.get("excerpt"):
             evidence["excerpt"] = evidence["excerpt"][:200]

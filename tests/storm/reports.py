@@ -37,8 +37,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 ROOT = TESTS.parent
@@ -48,6 +46,7 @@ for extra in (TESTS / "corpus", TESTS):
 
 from bundle_cases import BUNDLES, CASES, bundle_folder  # noqa: E402
 from corpus_sets import roots  # noqa: E402
+from plain_values import without_defaults  # noqa: E402
 from rule_cases import default_message  # noqa: E402  (tests/rules, put on the path by bundle_cases)
 from sitscheck.models import Status, Verdict  # noqa: E402
 from storms import STAMPS, storm  # noqa: E402
@@ -98,25 +97,6 @@ def record(folder: Path, checks: tuple[str, ...] = ()) -> Record:
     }
     scrubbed: Record = _scrub(out, folder)  # (its keys sorted at every level)
     return {key: scrubbed[key] for key in out}  # the summary first, the checks last
-
-
-def without_defaults(value: Any) -> Any:
-    """`value` as JSON values, each Struct's fields at their default left out, at every level."""
-    if isinstance(value, msgspec.Struct):
-        fields = msgspec.structs.fields(value)
-        pairs = ((f.encode_name, getattr(value, f.name), _default(f)) for f in fields)
-        return {name: without_defaults(v) for name, v, default in pairs if v != default}
-    if isinstance(value, (list, tuple)):
-        return [without_defaults(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): without_defaults(v) for k, v in value.items()}
-    return msgspec.to_builtins(value)
-
-
-def _default(field: msgspec.structs.FieldInfo) -> Any:
-    if field.default_factory is not msgspec.NODEFAULT:
-        return field.default_factory()
-    return field.default
 
 
 def verdicts(found: list[Verdict]) -> Record:
