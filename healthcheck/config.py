@@ -214,7 +214,7 @@ def build_config(site: dict[str, Any], overrides: dict[str, Any], source: str) -
 
 def _line(site: Any, path: tuple[str | int, ...]) -> int | None:
     """The line of `path` in the site file, where its mappings kept their lines."""
-    from .engine.lined import LinedDict, LinedList, line_of
+    from .engine.yaml_lines import LinedDict, LinedList, line_of
 
     if not isinstance(site, LinedDict):
         return None

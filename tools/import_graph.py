@@ -30,8 +30,8 @@ FOLDERS = {"healthcheck": "sitscheck", "checks": "sitscheck.checks", "rules": "s
 # The registry loads checks and holds them to the contract (`contract.check`): it is part of the
 # check contract, and the live sources are handed what the installed checks declare.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("", "errors", "printable", "threads", "status", "address_space", "models",
-              "config", "rules")),
+    ("base", ("", "errors", "printable", "threads", "status", "address_space", "structs",
+              "invalid", "models", "config", "rules")),
     ("declarations", ("contract.declarations", "contract.evidence", "contract.plugins",
                       "contract.facts", "contract.settings",
                       "contract.vanished", "kernlog.anchor")),
