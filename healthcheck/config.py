@@ -174,8 +174,7 @@ def load_site_config(path: Path | None) -> dict[str, Any]:
         return {}
     import yaml  # only for a site file: a run without one reads YAML after its window began
 
-    from .engine.yaml_lines import read_capped
-    from .engine.yaml_parse import check_events
+    from .engine.yaml_lines import check_events, read_capped
     from .errors import RuleError
 
     try:

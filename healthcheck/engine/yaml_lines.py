@@ -1,9 +1,11 @@
-"""Load YAML safely and keep line numbers for messages.
+"""Load rule and profile files safely, keeping line numbers for messages.
 
-Aliases and anchors are refused (no billion-laughs expansion), the file size is capped, and
-only plain scalars, lists and mappings are built: each mapping and list remembers the line
-it starts on and the line of each entry, so a validation error names `file:line`. The
-parsing itself is `yaml_parse`.
+The file is read capped (`MAX_YAML_BYTES`) and its event stream checked first: anchors and
+aliases are refused (no billion-laughs expansion), and so is nesting deeper than MAX_DEPTH.
+PyYAML's composer (libyaml's where PyYAML was built with it) then gives the node graph with
+each node's marks, and the values are built from it as the safe loader builds them, each
+mapping and list remembering the line it starts on and the line of each entry, so a
+validation error names `file:line`. PyYAML is imported where a file is read, not before.
 """
 
 from __future__ import annotations
@@ -13,19 +15,43 @@ from typing import Any
 
 from ..errors import RuleError
 from ..sources.files import read_at_most
-from .lined import LinedDict, LinedList, line_of, value_line_of
-
-__all__ = [
-    "LinedDict",
-    "LinedList",
-    "line_of",
-    "load_yaml",
-    "read_capped",
-    "value_line_of",
-]
-
 
 MAX_YAML_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+
+
+class LinedDict(dict[str, Any]):
+    """A mapping with the line it starts on, each key's line and each value's first line."""
+
+    line: int
+    key_lines: dict[str, int]
+    value_lines: dict[str, int]
+
+
+class LinedList(list[Any]):
+    """A list with the line it starts on and each item's line."""
+
+    line: int
+    item_lines: list[int]
+
+
+def line_of(container: Any, key: str | int | None = None, default: int = 1) -> int:
+    """The line of `key` in a lined mapping or list (the container's own line for a key it
+    does not have); `default` for a value that is neither."""
+    if isinstance(container, LinedDict):
+        keys = container.key_lines
+        return keys.get(key, container.line) if isinstance(key, str) else container.line
+    if isinstance(container, LinedList):
+        items = container.item_lines
+        return items[key] if isinstance(key, int) and 0 <= key < len(items) else container.line
+    return default
+
+
+def value_line_of(container: Any, key: str) -> int:
+    """Line where a key's value starts (for errors inside the value, e.g. an expression)."""
+    if isinstance(container, LinedDict) and key in container.value_lines:
+        return container.value_lines[key]
+    return line_of(container, key)
 
 
 def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
@@ -40,9 +66,103 @@ def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
     return raw
 
 
-def load_yaml(path: Path) -> Any:
-    """The document, built in one pass over libyaml's events: checked (`check_events`) and
-    built as they come, each mapping and list with its lines (`yaml_parse`)."""
-    from .yaml_parse import parse_lined
+def check_events(path: Path, text: str) -> None:
+    """Refuse anchors/aliases (no billion laughs), nesting deeper than MAX_DEPTH (no
+    recursion blow-up) and a second document, from the event stream, in the order they come,
+    before anything is composed."""
+    import yaml
 
-    return parse_lined(path, read_capped(path).decode("utf-8", errors="replace"))
+    depth = documents = 0
+    for event in yaml.parse(text, Loader=_loader()):
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                message = "not valid YAML: but found another document"
+                raise RuleError(str(path), message, _line(event))
+        elif isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise RuleError(str(path), "YAML anchors/aliases are not allowed", _line(event))
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                message = f"nested deeper than {MAX_DEPTH} levels; refused"
+                raise RuleError(str(path), message, _line(event))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def load_yaml(path: Path) -> Any:
+    """The file's one document (None for none): plain values, `LinedDict` and `LinedList`."""
+    import yaml
+
+    text = read_capped(path).decode("utf-8", errors="replace")
+    try:
+        check_events(path, text)
+        node = yaml.compose(text, Loader=_loader())
+        return None if node is None else _Builder(str(path)).value(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RuleError(str(path), f"not valid YAML: {problem}", line) from exc
+
+
+def _loader() -> Any:
+    """libyaml's loader where PyYAML was built with it (about 10x the pure-Python one), with
+    the same events, nodes and marks."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _line(item: Any) -> int:
+    """The 1-based line an event or node starts on."""
+    return item.start_mark.line + 1 if item.start_mark else 1
+
+
+class _Builder:
+    """A composed node graph's values, as the safe loader constructs them, with their lines."""
+
+    def __init__(self, path: str) -> None:
+        import yaml
+
+        self._path = path
+        self._constructor = yaml.SafeLoader("")
+        self._nodes = yaml.MappingNode, yaml.SequenceNode
+
+    def value(self, node: Any) -> Any:
+        mapping, sequence = self._nodes
+        if isinstance(node, mapping):
+            out = LinedDict()
+            out.line, out.key_lines, out.value_lines = _line(node), {}, {}
+            for key_node, value_node in node.value:
+                key = self._key(key_node)
+                if key in out:
+                    raise RuleError(self._path, f"duplicate key {key!r}", _line(key_node))
+                out.key_lines[key] = _line(key_node)
+                # a block scalar (`|`, `>`) starts on the line below its indicator
+                block = getattr(value_node, "style", None) in ("|", ">")
+                out.value_lines[key] = _line(value_node) + block
+                out[key] = self.value(value_node)
+            return out
+        if isinstance(node, sequence):
+            items = LinedList(self.value(item) for item in node.value)
+            items.line, items.item_lines = _line(node), [_line(item) for item in node.value]
+            return items
+        return self._scalar(node)
+
+    def _key(self, node: Any) -> str:
+        key = None if isinstance(node, self._nodes) else self._scalar(node)
+        if not isinstance(key, str):
+            raise RuleError(self._path, "mapping keys must be strings", _line(node))
+        return key
+
+    def _scalar(self, node: Any) -> Any:
+        import yaml
+
+        try:
+            return self._constructor.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
+            problem = getattr(exc, "problem", exc)
+            raise RuleError(self._path, f"bad value: {problem}", _line(node)) from exc
+        except (ValueError, OverflowError) as exc:
+            raise RuleError(self._path, f"bad value: {exc}", _line(node)) from exc

@@ -1,8 +1,8 @@
-"""The one-pass YAML loader gives what PyYAML's safe loader gives, with the composer's lines.
+"""The rule-file loader gives what PyYAML's safe loader gives, with the composer's lines.
 
-`engine.yaml_lines.load_yaml` builds rule and profile files from libyaml's event stream in one
-pass (issue 19: the files were parsed twice by the pure-Python loader). Its values must be
-`yaml.safe_load`'s and each key's line the one `yaml.compose` marks.
+`engine.yaml_lines.load_yaml` builds rule and profile files from the composed node graph (after
+checking the event stream). Its values must be `yaml.safe_load`'s and each key's line the one
+`yaml.compose` marks.
 """
 
 from __future__ import annotations
