@@ -34,9 +34,7 @@ class Engine(Protocol):
 
     def syntax(self, text: str) -> Node: ...
 
-    shares_scopes: bool
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any: ...
+    def activation(self, values: dict[str, Any]) -> Any: ...
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any: ...
 
@@ -99,23 +97,9 @@ class CelEnvironment:
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))
 
-    @property
-    def shares_scopes(self) -> bool:
-        """Whether a GPU's scope extends the node's (its values then hold what GPU rules
-        read too) rather than being given the node's values it needs."""
-        return self._engine.shares_scopes
-
-    def node_scope(self, values: dict[str, Any]) -> Any:
-        """The node's scope: plain values (no nulls), converted as the engine does."""
+    def activation(self, values: dict[str, Any]) -> Any:
+        """A scope: plain values (no nulls), converted as the engine does."""
         return self._engine.activation(values)
-
-    def gpu_scope(self, node: Any, node_values: dict[str, Any], gpu: dict[str, Any]) -> Any:
-        """A GPU's scope: the node's names and `gpu`. An engine that shares scopes extends
-        the node's converted values with `gpu` alone; another is given `node_values` (the
-        node's values GPU rules read) with it."""
-        if self._engine.shares_scopes:
-            return self._engine.activation({"gpu": gpu}, node)
-        return self._engine.activation({**node_values, "gpu": gpu})
 
     def evaluate(self, expr: CompiledExpr, activation: Any, deadline: float | None) -> Any:
         """The expression's plain value (bool, int, float, str, list, dict). Raises

@@ -4,7 +4,6 @@ The fallback where Google's runtime has no wheel (Python 3.10) and the reference
 engine is tested against. Its interpreted runner is celpy's own with two changes:
 `&&`/`||` stop where the left operand decides (`_short_circuit_runner`), and every
 comprehension step is metered (`budget.Meter`: the step budget and the run's deadline).
-Compiled trees keep only the positions celpy reads (`_shared_positions`).
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from typing import Any
 
 from .budget import Meter
 from .errors import CompileFailure, EvalFailure
-from .model import Path, Shape
-from .syntax import COMPREHENSIONS, Constant, Index, Loop, Name, Node, Select
+from .model import Shape
+from .syntax import COMPREHENSIONS, Constant, Index, Loop, Name, Node, Select, shape_of
 
 # celpy's macros, its `reduce`/`min` extensions included: each is one comprehension.
 MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
@@ -36,31 +35,27 @@ class CelpyEngine:
         self._json_to_cel = json_to_cel
 
     def compile(self, text: str) -> tuple[Any, Shape]:
-        """(program, the comprehensions of its parse tree); CompileFailure with the line."""
+        """(program, the shape of its parse tree); CompileFailure with the line. Each macro
+        call is a comprehension, celpy's `reduce` and `min` included."""
         try:
             ast = self._env.compile(text)
-            program = self._env.program(_shared_positions(ast))
+            program = self._env.program(ast)
+            tree = _Syntax(text).node(ast)
         except self._parse_error as exc:
             raise CompileFailure(_first_line(exc), (exc.line or 1) - 1) from exc
-        except Exception as exc:
+        except Exception as exc:  # a RecursionError too: nested deeper than celpy evaluates
             raise CompileFailure(str(exc), 0) from exc
-        return program, shape(ast)
+        macros = [t for t in ast.iter_subtrees() if t.data == "member_dot_arg"]
+        count = sum(len(t.children) > 1 and t.children[1] in MACROS for t in macros)
+        return program, shape_of(tree, count)
 
     def syntax(self, text: str) -> Node:
         """The syntax of `text` (which compiles), for the fact-path check."""
         return _Syntax(text).node(self._env.compile(text))
 
-    shares_scopes = True  # a GPU's scope extends the node's converted values
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any:
-        """Plain values as CEL ones; with `base`, base's converted names are shared and only
-        `values` are converted (a GPU's scope over the node's)."""
-        if base is None:
-            return self._json_to_cel(values)
-        extended = type(base)(base)
-        for name, value in values.items():
-            extended[self._json_to_cel(name)] = self._json_to_cel(value)
-        return extended
+    def activation(self, values: dict[str, Any]) -> Any:
+        """Plain values as CEL ones."""
+        return self._json_to_cel(values)
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any:
         """The plain value; EvalFailure for a CEL error; BudgetExceeded when it runs out."""
@@ -78,60 +73,6 @@ class CelpyEngine:
         return plain(value)
 
 
-def shape(ast: Any) -> Shape:
-    """The comprehensions of a parse tree (its macro calls) and the paths it reads (each
-    chain of field selections from a name; a name used otherwise is read whole)."""
-    from lark import Token, Tree
-
-    count = 0
-    reads: set[Path] = set()
-    whole_scope = False  # a root-scope name (`.a`): not followed here, so anything is read
-    pending = [ast]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, Tree):
-            continue
-        if node.data in ("dot_ident", "dot_ident_arg"):
-            whole_scope = True
-        elif node.data == "ident" and node.children:
-            reads.add((str(node.children[0]),))
-        if node.data == "member":
-            chain = _chain(node)
-            if chain is not None:
-                reads.add(chain)
-                continue
-        if node.data == "member_dot_arg" and len(node.children) > 1:
-            name = node.children[1]
-            if isinstance(name, Token) and name.value in MACROS:
-                count += 1
-        pending.extend(node.children)
-    return Shape(count, None if whole_scope else frozenset(reads))
-
-
-def _chain(node: Any) -> Path | None:
-    """`a.b.c` (member > member_dot > ... > primary > ident) as ("a", "b", "c")."""
-    from lark import Token, Tree
-
-    fields: list[str] = []
-    while isinstance(node, Tree):
-        children = node.children
-        if node.data == "member" and len(children) == 1:
-            node = children[0]
-        elif node.data == "member_dot" and len(children) == 2:
-            if not isinstance(children[1], Token):
-                return None
-            fields.append(children[1].value)
-            node = children[0]
-        elif node.data == "primary" and len(children) == 1:
-            ident = children[0]
-            if not isinstance(ident, Tree) or ident.data != "ident" or len(ident.children) != 1:
-                return None
-            return (str(ident.children[0]), *reversed(fields))
-        else:
-            return None
-    return None
-
-
 class _Syntax:
     """celpy's parse tree (its cel.lark grammar) as `syntax` nodes; a node it has no method
     for passes its one child through, or is computed from its children."""
@@ -147,7 +88,7 @@ class _Syntax:
         if not isinstance(tree, Tree):
             return Node()
         children = tree.children
-        build = getattr(self, f"_{tree.data}", None) if tree.data in _SYNTAX else None
+        build = getattr(self, f"_on_{tree.data}", None)  # the nodes read by their own method
         if build is not None:
             built: Node = build(children)
             return built
@@ -159,24 +100,24 @@ class _Syntax:
         line, column = getattr(token, "line", None) or 1, getattr(token, "column", None) or 1
         return self._starts[min(line, len(self._starts)) - 1] + column - 1
 
-    def _ident(self, children: list[Any]) -> Node:
+    def _on_ident(self, children: list[Any]) -> Node:
         return Name(name=str(children[0]), at=self._at(children[0]))
 
-    def _dot_ident(self, children: list[Any]) -> Node:
+    def _on_dot_ident(self, children: list[Any]) -> Node:
         return Name(name=f".{children[0]}", at=self._at(children[0]))
 
-    def _member_dot(self, children: list[Any]) -> Node:
+    def _on_member_dot(self, children: list[Any]) -> Node:
         field = children[1]
         return Select(operand=self.node(children[0]), field=str(field), at=self._at(field))
 
-    def _member_index(self, children: list[Any]) -> Node:
+    def _on_member_index(self, children: list[Any]) -> Node:
         from lark import Token
 
         key = children[1]
         first = next(iter(key.scan_values(lambda v: isinstance(v, Token))), None)
         return Index(operand=self.node(children[0]), key=self.node(key), at=self._at(first))
 
-    def _member_dot_arg(self, children: list[Any]) -> Node:
+    def _on_member_dot_arg(self, children: list[Any]) -> Node:
         over, method = self.node(children[0]), children[1]
         arguments = [self.node(a) for a in _arguments(children[2] if len(children) > 2 else None)]
         variable = arguments[0] if arguments else None
@@ -186,24 +127,24 @@ class _Syntax:
         mapped = arguments.pop() if macro == "map" else None
         return Loop(tuple(arguments[1:]), macro, variable.name, over, mapped, at=self._at(method))
 
-    def _ident_arg(self, children: list[Any]) -> Node:  # `f(args)`, `has(x)`
+    def _on_ident_arg(self, children: list[Any]) -> Node:  # `f(args)`, `has(x)`
         arguments = _arguments(children[1] if len(children) > 1 else None)
         return Node(tuple(self.node(argument) for argument in arguments))
 
-    _dot_ident_arg = _ident_arg  # `.f(args)`
+    _on_dot_ident_arg = _on_ident_arg  # `.f(args)`
 
-    def _member_object(self, children: list[Any]) -> Node:  # `Message{field: value}`
+    def _on_member_object(self, children: list[Any]) -> Node:  # `Message{field: value}`
         return Node(tuple(self.node(child) for child in children[1:]))
 
-    def _list_lit(self, children: list[Any]) -> Node:  # `[a]` is a list, never `a` itself
+    def _on_list_lit(self, children: list[Any]) -> Node:  # `[a]` is a list, never `a` itself
         return Node(tuple(self.node(child) for child in children))
 
-    _map_lit = _list_lit
+    _on_map_lit = _on_list_lit
 
-    def _paren_expr(self, children: list[Any]) -> Node:
+    def _on_paren_expr(self, children: list[Any]) -> Node:
         return self.node(children[0])
 
-    def _literal(self, children: list[Any]) -> Node:
+    def _on_literal(self, children: list[Any]) -> Node:
         """A string or integer literal's value (as written, no escapes); else None."""
         token = children[0] if children else None
         text = str(token)
@@ -216,14 +157,6 @@ class _Syntax:
             if text[0] == text[-1] and "\\" not in text:
                 return Constant(value=text[1:-1])
         return Constant()
-
-
-_SYNTAX = frozenset(
-    {
-        "ident", "dot_ident", "member_dot", "member_index", "member_dot_arg", "ident_arg",
-        "dot_ident_arg", "member_object", "list_lit", "map_lit", "paren_expr", "literal",
-    }
-)  # fmt: skip
 
 
 def _arguments(exprlist: Any) -> list[Any]:
@@ -380,33 +313,6 @@ def _single_descendant(tree: Any, data: str) -> Any:
             return None
         node = node.children[0]
     return None
-
-
-def _shared_positions(ast: Any) -> Any:
-    """The parse tree with one small lark `Meta` per source position, shared by the nodes that
-    start there, in place of lark's own per node (13 attributes in a dict, ~500 bytes: two
-    thirds of a compiled rule set's memory, ~6 MB of the shipped rules). celpy reads only
-    `line` and `column` of it (the place an evaluation error names)."""
-    from lark import Tree
-    from lark.tree import Meta
-
-    shared: dict[tuple[int, int], Meta] = {}
-    pending = [ast]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, Tree):
-            continue
-        pending.extend(node.children)
-        meta = node._meta
-        if meta is None or meta.empty:
-            continue
-        where = (meta.line, meta.column)
-        compact = shared.get(where)
-        if compact is None:
-            compact = shared[where] = Meta()  # type: ignore[no-untyped-call]
-            compact.empty, compact.line, compact.column = False, meta.line, meta.column
-        node._meta = compact
-    return ast
 
 
 def _reason(exc: Any) -> str:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from typing import Any
 
 from .budget import BudgetExceeded, exhausted
-from .cel_wire import shape, syntax
+from .cel_wire import syntax
 from .errors import CompileFailure, EvalFailure
 from .model import Shape
-from .syntax import Node
+from .syntax import Node, shape_of
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
 _BUDGET_WORDS = "Iteration budget exceeded"
@@ -44,19 +44,15 @@ class GoogleEngine:
         except Exception as exc:  # the runtime raises its parser's status as a plain error
             message, offset = _parse_message(str(exc))
             raise CompileFailure(message, offset) from exc
-        return program, shape(program.serialize())
+        return program, shape_of(syntax(program.serialize()))
 
     def syntax(self, text: str) -> Node:
         """The syntax of `text` (which compiles), for the fact-path check."""
         return syntax(self._env.compile(text, disable_check=True).serialize(), text)
 
-    # A scope's values are converted when first read and kept for its other expressions, a
-    # whole variable at a time: a GPU's scope cannot share the node's converted values, so
-    # it is given only what GPU rules read (`reads.prune`), not every check's facts again
-    # (~30 ms and 10 MB a GPU at 64 GPUs).
-    shares_scopes = False
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any:
+    def activation(self, values: dict[str, Any]) -> Any:
+        """A scope: its values are converted when first read, a whole variable at a time,
+        and kept for its other expressions."""
         return self._env.Activation(values)
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any:

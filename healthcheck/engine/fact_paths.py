@@ -201,10 +201,3 @@ class _Walker:
             self.problems.append(Problem(at, f"{text}: {base.text} {step}"))
             return None
         return Read(step, text)
-
-
-def summary_of(schema: Activation) -> Sequence[str]:
-    """Notes for the validation's summary: what could not be checked."""
-    if not schema.unmodelled:
-        return []
-    return [f"facts of {', '.join(schema.unmodelled)} not checked (no facts model declared)"]

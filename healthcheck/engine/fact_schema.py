@@ -58,9 +58,6 @@ class Shape(Struct, frozen=True):
                 out.append(schema)
         return out
 
-    def is_anything(self) -> bool:
-        return any(_open(b) for b in self.branches()) or not self.branches()
-
     def member(self, name: str) -> Shape | str:
         """The field `name` here, or why there is none (a message naming what there is)."""
         found: list[Mapping[str, Any]] = []
@@ -181,13 +178,17 @@ def facts_model(check: Any) -> Any | None:
     return model
 
 
-def facts_schema(check: Any) -> dict[str, Any] | None:
-    """The JSON Schema of a check's facts (what `sitscheck schema --facts CHECK` prints)."""
+def facts_schema(check: Any, defs: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The JSON Schema of a check's facts (what `sitscheck schema --facts CHECK` prints); with
+    `defs`, its `$defs` join them as `<check>.<name>` (pydantic's `ref_template`)."""
     model = facts_model(check)
     if model is None:
         return None
-    schema: dict[str, Any] = model.model_json_schema()
+    template = "#/$defs/{model}" if defs is None else f"#/$defs/{check.name}.{{model}}"
+    schema: dict[str, Any] = model.model_json_schema(ref_template=template)
     schema["title"] = f"sitscheck facts: {check.name}"
+    if defs is not None:
+        defs.update((f"{check.name}.{k}", v) for k, v in schema.pop("$defs", {}).items())
     return schema
 
 
@@ -224,13 +225,13 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
     per_gpu: dict[str, Any] = {}
     unmodelled: list[str] = []
     for check in checks:
-        schema = facts_schema(check) if hasattr(check, "layer") else None
+        schema = facts_schema(check, defs) if hasattr(check, "layer") else None
         if schema is None:
             unmodelled.append(check.name)
             facts: Mapping[str, Any] = ANYTHING
             per_gpu[check.name] = ANYTHING
         else:
-            facts = _renamed(schema, check.name, defs)
+            facts = schema
             records = _gpu_records(Shape(facts, defs))
             if records:
                 per_gpu[check.name] = records[0] if len(records) == 1 else {"anyOf": records}
@@ -245,14 +246,9 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
                 "findings": {"type": "array", "items": {"type": "string"}},
             }
         )
+    string = "string"
     finding = _closed(
-        {
-            "code": {"type": "string"},
-            "check": {"type": "string"},
-            "severity": {"type": "string"},
-            "gpu": {"type": "integer"},
-            "pci_bus_id": {"type": "string"},
-        }
+        _types(code=string, check=string, severity=string, gpu="integer", pci_bus_id=string)
     )
     node = _closed(
         {
@@ -263,15 +259,8 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
             "node": ANYTHING,
         }
     )
-    gpu = _closed(
-        {
-            "index": {"type": "integer"},
-            "pci_bus_id": {"type": "string"},
-            "name": {"type": "string"},
-            "uuid": {"type": "string"},
-            **per_gpu,
-        }
-    )
+    identity = _types(index="integer", pci_bus_id=string, name=string, uuid=string)
+    gpu = _closed({**identity, **per_gpu})
     return Activation(node, gpu, defs, tuple(per_check), tuple(unmodelled))
 
 
@@ -279,61 +268,31 @@ def _closed(properties: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": dict(properties), "additionalProperties": False}
 
 
-def _gpu_records(facts: Shape) -> list[Mapping[str, Any]]:
+def _types(**types: str) -> dict[str, Any]:
+    """Fields of the given JSON types, by name."""
+    return {name: {"type": kind} for name, kind in types.items()}
+
+
+def _gpu_records(facts: Shape) -> list[dict[str, Any]]:
     """The object schemas of the entries of `facts.gpus` / `facts.per_gpu` (entries that are
-    not records, such as topology's list of column names, make no GPU record)."""
-    records: list[Mapping[str, Any]] = []
-    for name in GPU_RECORD_LISTS:
-        field = facts.member(name)
-        if isinstance(field, str):
-            continue
-        items = field.items()
-        if isinstance(items, str):
-            continue
-        records.extend(
-            dict(b) for b in items.branches() if _kind(b) == "object" and "properties" in b
-        )
-    pairs = _pair_records(facts)
-    if pairs is not None:  # the engine joins them to each GPU record (`evaluate.gpu_views`)
-        records = [
-            {**r, "properties": {**r["properties"], "pairs": {"type": "array", "items": pairs}}}
-            for r in records
-        ]
+    not records, such as topology's list of column names, make no GPU record), each with the
+    `pairs` that name it (the engine joins them: `evaluate.gpu_views`)."""
+    records = [r for name in GPU_RECORD_LISTS for r in _records(facts, name) if "properties" in r]
+    pairs = [
+        r
+        for r in _records(facts, "pairs")
+        if {"a_index", "b_index"} <= set(r.get("properties", ()))
+    ]
+    if pairs:
+        listed = {"type": "array", "items": pairs[0]}
+        records = [{**r, "properties": {**r["properties"], "pairs": listed}} for r in records]
     return records
 
 
-def _pair_records(facts: Shape) -> Mapping[str, Any] | None:
-    """The object schema of `facts.pairs` entries that name two GPUs (`a_index`, `b_index`)."""
-    field = facts.member("pairs")
-    if isinstance(field, str):
-        return None
-    items = field.items()
+def _records(facts: Shape, name: str) -> list[dict[str, Any]]:
+    """The object schemas of the items of the list `facts.<name>` (none where there is none)."""
+    field = facts.member(name)
+    items = field if isinstance(field, str) else field.items()
     if isinstance(items, str):
-        return None
-    for branch in items.branches():
-        fields = set(branch.get("properties", {}))
-        if _kind(branch) == "object" and {"a_index", "b_index"} <= fields:
-            return dict(branch)
-    return None
-
-
-def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:
-    """`schema` without its `$defs`, which join `defs` as `<check>.<name>` (refs rewritten)."""
-    own = schema.get("$defs") or {}
-    names = {name: f"{check}.{name}" for name in own}
-
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: rewrite(v) for k, v in node.items() if k != "$defs"}
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.rpartition("/")[2] in names:
-                out["$ref"] = f"#/$defs/{names[ref.rpartition('/')[2]]}"
-            return out
-        if isinstance(node, list):
-            return [rewrite(v) for v in node]
-        return node
-
-    for name, body in own.items():
-        defs[names[name]] = rewrite(body)
-    result: dict[str, Any] = rewrite(schema)
-    return result
+        return []
+    return [dict(b) for b in items.branches() if _kind(b) == "object"]

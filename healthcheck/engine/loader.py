@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
@@ -22,32 +22,14 @@ from .cel import CelEnvironment
 from .model import CompiledExpr, Profile, Rule, RuleSet, Scope
 from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
 
-RULE_KEYS = {
-    "id",
-    "scope",
-    "when",
-    "guard",
-    "severity",
-    "message",
-    "requires",
-    "action",
-    "action_category",
-    "source",
-    "layer",
-    "explains",
-    "description",
-}
+RULE_KEYS = frozenset(
+    "id scope when guard severity message requires action action_category source layer "
+    "explains description".split()
+)
 REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
 SEVERITIES = {"info", "warning", "critical"}
 ACTION_CATEGORIES = set(get_args(ActionCategoryName))
-
-
 RULES_GROUP = "sitscheck.rules"
-
-# A check of one compiled expression beyond what the engine checks (its syntax, length and
-# comprehensions): called with the expression, its file and line; raises RuleError. Where a
-# rule's fact paths are checked against the declared facts, that check is one of these.
-ExprCheck = Callable[[CompiledExpr, str, int], None]
 
 
 def builtin_rules_dir() -> Path:
@@ -95,14 +77,12 @@ def load_rules(
     files: list[Path],
     env: CelEnvironment | None = None,
     deadline: float | None = None,
-    expr_checks: Sequence[ExprCheck] = (),
     shipped: list[Path] | None = None,
 ) -> RuleSet:
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
     the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
     `shipped`: `shipped_rules_dirs()`, where the caller has it."""
-    env = env or CelEnvironment()
-    compiler = _Compiler(env, expr_checks, deadline)
+    compiler = _Compiler(env or CelEnvironment(), deadline)
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
@@ -161,33 +141,20 @@ def _refuse_unread_params(
 
 
 class _Compiler:
-    """Compiles a rule's expressions and runs the extra checks on each, until the deadline."""
+    """Compiles a rule's expressions until the deadline; the rules after it stay uncompiled."""
 
-    def __init__(
-        self, env: CelEnvironment, checks: Sequence[ExprCheck], deadline: float | None
-    ) -> None:
-        self._env, self._checks, self._deadline = env, checks, deadline
+    def __init__(self, env: CelEnvironment, deadline: float | None) -> None:
+        self._env, self._deadline = env, deadline
         self.late = False
 
     def start_rule(self) -> None:
         self.late = self.late or passed(self._deadline)
 
     def expr(self, text: str, file: str, line: int) -> CompiledExpr:
-        if self.late:
-            return CompiledExpr(text, None)
-        compiled = self._env.compile(text, file, line)
-        for check in self._checks:
-            check(compiled, file, line)
-        return compiled
+        return CompiledExpr(text, None) if self.late else self._env.compile(text, file, line)
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
-        if self.late:
-            return ()
-        found = self._env.placeholders(message, file, line)
-        for compiled in found:
-            for check in self._checks:
-                check(compiled, file, line)
-        return found
+        return () if self.late else self._env.placeholders(message, file, line)
 
 
 def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:

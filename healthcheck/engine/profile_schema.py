@@ -195,19 +195,6 @@ class ProfileSchema:
     def json_text(self) -> str:
         return json.dumps(self.json_schema(), indent=2, sort_keys=True) + "\n"
 
-    def rows(self) -> list[tuple[str, str, str, str]]:
-        """(dotted key, type, owner, help) of every key, in name order."""
-        out: list[tuple[str, str, str, str]] = []
-
-        def walk(keys: Mapping[str, KeySpec], prefix: str) -> None:
-            for name in sorted(keys):
-                spec = keys[name]
-                out.append((prefix + name, spec.type, spec.owner, spec.help))
-                walk(spec.children, f"{prefix}{name}.")
-
-        walk(self.keys, "")
-        return out
-
 
 def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:
     return {

@@ -128,12 +128,3 @@ def test_compiled_trees_share_positions_and_errors_keep_theirs() -> None:
         theirs.value.line,
         theirs.value.column,
     )
-
-
-def test_a_gpu_activation_shares_the_nodes_values() -> None:
-    env = CelpyEngine()
-    node = {"checks": {"driver": {"facts": {"gpu_count": 8}}}, "params": {"x": 1.5}}
-    gpu = {"index": 3, "driver": {"name": "H200"}}
-    shared = env.activation({"gpu": gpu}, env.activation(node))
-    assert shared == env.activation({**node, "gpu": gpu})
-    assert list(shared) == list(env.activation({**node, "gpu": gpu}))

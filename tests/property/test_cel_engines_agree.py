@@ -174,8 +174,8 @@ def test_random_expressions_agree(
     engines: tuple[CelEnvironment, CelEnvironment], text: str
 ) -> None:
     google, celpy = engines
-    ours = outcome(google, text, google.node_scope(ACTIVATION))
-    theirs = outcome(celpy, text, celpy.node_scope(ACTIVATION))
+    ours = outcome(google, text, google.activation(ACTIVATION))
+    theirs = outcome(celpy, text, celpy.activation(ACTIVATION))
     assert ours == theirs, text
 
 
@@ -223,7 +223,7 @@ def test_the_generator_reaches_values_and_errors(
 ) -> None:
     """Control: both kinds of outcome, and values of several types, are compared."""
     google, _ = engines
-    scope = google.node_scope(ACTIVATION)
+    scope = google.activation(ACTIVATION)
     kinds = {outcome(google, t, scope)[0] for t in ["a.i / a.z", "a.i + 1", "a.nope"]}
     assert kinds == {"value", "error"}
 
@@ -258,10 +258,9 @@ def _scopes(env: CelEnvironment, bundle: Path) -> list[tuple[str, Any]]:
     profile = select_profile(load_profiles([]), None, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": None}
     values = without_nulls(build_activation(results, profile, {}, node))
-    base = env.node_scope(values)
-    out = [("node", base)]
+    out = [("node", env.activation(values))]
     for gpu in gpu_views(results):
-        out.append((f"gpu {gpu['index']}", env.gpu_scope(base, values, without_nulls(gpu))))
+        out.append((f"gpu {gpu['index']}", env.activation({**values, "gpu": without_nulls(gpu)})))
     return out
 
 
@@ -321,6 +320,6 @@ def test_both_engines_refuse_the_same_expression_over_the_comprehension_limit(
     them: refused alike, not an error of the test (it once was, in a CI run)."""
     google, celpy = engines
     text = "(a.list.exists(v, v > a.i) && (a.list.exists(v, v > a.i) && a.list.all(v, v > a.i)))"
-    ours = outcome(google, text, google.node_scope(ACTIVATION))
-    assert ours == outcome(celpy, text, celpy.node_scope(ACTIVATION))
+    ours = outcome(google, text, google.activation(ACTIVATION))
+    assert ours == outcome(celpy, text, celpy.activation(ACTIVATION))
     assert ours[0] == "refused" and "3 comprehensions" in ours[1]
