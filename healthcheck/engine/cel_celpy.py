@@ -203,17 +203,10 @@ def _short_circuit_runner() -> type[Any] | None:
     from celpy.evaluation import CELEvalError, Evaluator
     from lark import Token, Tree
 
-    if not all(
-        callable(getattr(Evaluator, name, None))
-        for name in (
-            "conditionaland",
-            "conditionalor",
-            "sub_evaluator",
-            "visit",
-            "evaluate",
-            "macro_has_eval",
-        )
-    ) or not callable(getattr(InterpretedRunner, "new_activation", None)):
+    overridden = "conditionaland conditionalor sub_evaluator visit evaluate macro_has_eval"
+    needed = [getattr(Evaluator, name, None) for name in overridden.split()]
+    needed.append(getattr(InterpretedRunner, "new_activation", None))
+    if not all(callable(method) for method in needed):
         return None
 
     class ShortCircuit(Evaluator):
