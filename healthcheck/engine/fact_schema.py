@@ -178,17 +178,13 @@ def facts_model(check: Any) -> Any | None:
     return model
 
 
-def facts_schema(check: Any, defs: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The JSON Schema of a check's facts (what `sitscheck schema --facts CHECK` prints); with
-    `defs`, its `$defs` join them as `<check>.<name>` (pydantic's `ref_template`)."""
+def facts_schema(check: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a check's facts (what `sitscheck schema --facts CHECK` prints)."""
     model = facts_model(check)
     if model is None:
         return None
-    template = "#/$defs/{model}" if defs is None else f"#/$defs/{check.name}.{{model}}"
-    schema: dict[str, Any] = model.model_json_schema(ref_template=template)
+    schema: dict[str, Any] = model.model_json_schema()
     schema["title"] = f"sitscheck facts: {check.name}"
-    if defs is not None:
-        defs.update((f"{check.name}.{k}", v) for k, v in schema.pop("$defs", {}).items())
     return schema
 
 
@@ -225,13 +221,13 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
     per_gpu: dict[str, Any] = {}
     unmodelled: list[str] = []
     for check in checks:
-        schema = facts_schema(check, defs) if hasattr(check, "layer") else None
+        schema = facts_schema(check) if hasattr(check, "layer") else None
         if schema is None:
             unmodelled.append(check.name)
             facts: Mapping[str, Any] = ANYTHING
             per_gpu[check.name] = ANYTHING
         else:
-            facts = schema
+            facts = _renamed(schema, check.name, defs)
             records = _gpu_records(Shape(facts, defs))
             if records:
                 per_gpu[check.name] = records[0] if len(records) == 1 else {"anyOf": records}
@@ -296,3 +292,25 @@ def _records(facts: Shape, name: str) -> list[dict[str, Any]]:
     if isinstance(items, str):
         return []
     return [dict(b) for b in items.branches() if _kind(b) == "object"]
+
+
+def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:
+    """`schema` without its `$defs`, which join `defs` as `<check>.<name>` (refs rewritten)."""
+    own = schema.get("$defs") or {}
+    names = {name: f"{check}.{name}" for name in own}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: rewrite(v) for k, v in node.items() if k != "$defs"}
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.rpartition("/")[2] in names:
+                out["$ref"] = f"#/$defs/{names[ref.rpartition('/')[2]]}"
+            return out
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        return node
+
+    for name, body in own.items():
+        defs[names[name]] = rewrite(body)
+    result: dict[str, Any] = rewrite(schema)
+    return result
