@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..errors import RuleError
 from .errors import CompileFailure
 from .model import CompiledExpr, Shape
-from .syntax import Node
+from .syntax import parse, shape_of
 
 MAX_EXPR_CHARS = 2000
 # Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
@@ -30,9 +30,7 @@ GOOGLE, CELPY = "cel-expr-python", "celpy"
 class Engine(Protocol):
     name: str
 
-    def compile(self, text: str) -> tuple[Any, Shape]: ...
-
-    def syntax(self, text: str) -> Node: ...
+    def compile(self, text: str) -> Any: ...
 
     def activation(self, values: dict[str, Any]) -> Any: ...
 
@@ -72,8 +70,9 @@ class CelEnvironment:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
         try:
             compiled = self._compiled.get(text)
-            if compiled is None:
-                compiled = self._compiled[text] = self._engine.compile(text)
+            if compiled is None:  # the engine's words for a mistake, then the syntax's bounds
+                program = self._engine.compile(text)
+                compiled = self._compiled[text] = (program, shape_of(parse(text)))
         except CompileFailure as exc:
             # an error at the end of the text is on its last line with any text on it
             offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
@@ -89,10 +88,6 @@ class CelEnvironment:
                 line,
             )
         return CompiledExpr(text, program, shape)
-
-    def syntax(self, text: str) -> Node:
-        """The syntax of an expression that compiles (`syntax.py`), for `rules validate`."""
-        return self._engine.syntax(text)
 
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))

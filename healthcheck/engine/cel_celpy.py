@@ -13,11 +13,6 @@ from typing import Any
 
 from .budget import Meter
 from .errors import CompileFailure, EvalFailure
-from .model import Shape
-from .syntax import COMPREHENSIONS, Constant, Index, Loop, Name, Node, Select, shape_of
-
-# celpy's macros, its `reduce`/`min` extensions included: each is one comprehension.
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
 
 
 class CelpyEngine:
@@ -34,24 +29,12 @@ class CelpyEngine:
         self._eval_error = CELEvalError
         self._json_to_cel = json_to_cel
 
-    def compile(self, text: str) -> tuple[Any, Shape]:
-        """(program, the shape of its parse tree); CompileFailure with the line. Each macro
-        call is a comprehension, celpy's `reduce` and `min` included."""
+    def compile(self, text: str) -> Any:
+        """The program; CompileFailure with the line."""
         try:
-            ast = self._env.compile(text)
-            program = self._env.program(ast)
-            tree = _Syntax(text).node(ast)
+            return self._env.program(self._env.compile(text))
         except self._parse_error as exc:
             raise CompileFailure(_first_line(exc), (exc.line or 1) - 1) from exc
-        except Exception as exc:  # a RecursionError too: nested deeper than celpy evaluates
-            raise CompileFailure(str(exc), 0) from exc
-        macros = [t for t in ast.iter_subtrees() if t.data == "member_dot_arg"]
-        count = sum(len(t.children) > 1 and t.children[1] in MACROS for t in macros)
-        return program, shape_of(tree, count)
-
-    def syntax(self, text: str) -> Node:
-        """The syntax of `text` (which compiles), for the fact-path check."""
-        return _Syntax(text).node(self._env.compile(text))
 
     def activation(self, values: dict[str, Any]) -> Any:
         """Plain values as CEL ones."""
@@ -71,100 +54,6 @@ class CelpyEngine:
         if isinstance(value, self._eval_error):
             raise EvalFailure(_reason(value))
         return plain(value)
-
-
-class _Syntax:
-    """celpy's parse tree (its cel.lark grammar) as `syntax` nodes; a node it has no method
-    for passes its one child through, or is computed from its children."""
-
-    def __init__(self, text: str) -> None:
-        self._starts = [0]  # where each line of the text starts
-        for line in text.splitlines(keepends=True):
-            self._starts.append(self._starts[-1] + len(line))
-
-    def node(self, tree: Any) -> Node:
-        from lark import Tree
-
-        if not isinstance(tree, Tree):
-            return Node()
-        children = tree.children
-        build = getattr(self, f"_on_{tree.data}", None)  # the nodes read by their own method
-        if build is not None:
-            built: Node = build(children)
-            return built
-        if len(children) == 1:  # expr, conditionalor, ..., member, primary: one part
-            return self.node(children[0])
-        return Node(tuple(self.node(child) for child in children))
-
-    def _at(self, token: Any) -> int:
-        line, column = getattr(token, "line", None) or 1, getattr(token, "column", None) or 1
-        return self._starts[min(line, len(self._starts)) - 1] + column - 1
-
-    def _on_ident(self, children: list[Any]) -> Node:
-        return Name(name=str(children[0]), at=self._at(children[0]))
-
-    def _on_dot_ident(self, children: list[Any]) -> Node:
-        return Name(name=f".{children[0]}", at=self._at(children[0]))
-
-    def _on_member_dot(self, children: list[Any]) -> Node:
-        field = children[1]
-        return Select(operand=self.node(children[0]), field=str(field), at=self._at(field))
-
-    def _on_member_index(self, children: list[Any]) -> Node:
-        from lark import Token
-
-        key = children[1]
-        first = next(iter(key.scan_values(lambda v: isinstance(v, Token))), None)
-        return Index(operand=self.node(children[0]), key=self.node(key), at=self._at(first))
-
-    def _on_member_dot_arg(self, children: list[Any]) -> Node:
-        over, method = self.node(children[0]), children[1]
-        arguments = [self.node(a) for a in _arguments(children[2] if len(children) > 2 else None)]
-        variable = arguments[0] if arguments else None
-        macro = str(method)
-        if macro not in COMPREHENSIONS or not isinstance(variable, Name) or len(arguments) < 2:
-            return Node((over, *arguments))
-        mapped = arguments.pop() if macro == "map" else None
-        return Loop(tuple(arguments[1:]), macro, variable.name, over, mapped, at=self._at(method))
-
-    def _on_ident_arg(self, children: list[Any]) -> Node:  # `f(args)`, `has(x)`
-        arguments = _arguments(children[1] if len(children) > 1 else None)
-        return Node(tuple(self.node(argument) for argument in arguments))
-
-    _on_dot_ident_arg = _on_ident_arg  # `.f(args)`
-
-    def _on_member_object(self, children: list[Any]) -> Node:  # `Message{field: value}`
-        return Node(tuple(self.node(child) for child in children[1:]))
-
-    def _on_list_lit(self, children: list[Any]) -> Node:  # `[a]` is a list, never `a` itself
-        return Node(tuple(self.node(child) for child in children))
-
-    _on_map_lit = _on_list_lit
-
-    def _on_paren_expr(self, children: list[Any]) -> Node:
-        return self.node(children[0])
-
-    def _on_literal(self, children: list[Any]) -> Node:
-        """A string or integer literal's value (as written, no escapes); else None."""
-        token = children[0] if children else None
-        text = str(token)
-        if getattr(token, "type", None) == "INT_LIT":
-            try:
-                return Constant(value=int(text, 0))
-            except ValueError:
-                return Constant()
-        if getattr(token, "type", None) == "STRING_LIT" and len(text) >= 2:
-            if text[0] == text[-1] and "\\" not in text:
-                return Constant(value=text[1:-1])
-        return Constant()
-
-
-def _arguments(exprlist: Any) -> list[Any]:
-    from lark import Tree
-
-    if isinstance(exprlist, Tree) and exprlist.data == "exprlist":
-        return list(exprlist.children)
-    return []
 
 
 def plain(value: Any) -> Any:

@@ -18,10 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .budget import BudgetExceeded, exhausted
-from .cel_wire import syntax
 from .errors import CompileFailure, EvalFailure
-from .model import Shape
-from .syntax import Node, shape_of
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
 _BUDGET_WORDS = "Iteration budget exceeded"
@@ -37,18 +34,13 @@ class GoogleEngine:
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
         self._error_type = cel.Type.ERROR
 
-    def compile(self, text: str) -> tuple[Any, Shape]:
-        """(program, the shape of its syntax tree); CompileFailure with the line."""
+    def compile(self, text: str) -> Any:
+        """The program; CompileFailure with the line."""
         try:
-            program = self._env.compile(text, disable_check=True)
+            return self._env.compile(text, disable_check=True)
         except Exception as exc:  # the runtime raises its parser's status as a plain error
             message, offset = _parse_message(str(exc))
             raise CompileFailure(message, offset) from exc
-        return program, shape_of(syntax(program.serialize()))
-
-    def syntax(self, text: str) -> Node:
-        """The syntax of `text` (which compiles), for the fact-path check."""
-        return syntax(self._env.compile(text, disable_check=True).serialize(), text)
 
     def activation(self, values: dict[str, Any]) -> Any:
         """A scope: its values are converted when first read, a whole variable at a time,

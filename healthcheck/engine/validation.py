@@ -74,7 +74,7 @@ def validate(paths: list[Path]) -> Outcome:
             outcome.problems.append(exc)
             continue
         outcome.rules += len(ruleset.rules)
-        problems = rule_file_problems(path, ruleset.rules, declared.activation, env.syntax)
+        problems = rule_file_problems(path, ruleset.rules, declared.activation)
         outcome.problems.extend(problems)
     for path in profiles:
         try:

@@ -111,7 +111,7 @@ def test_the_right_operand_is_skipped_where_the_left_decides(text: str, value: b
 def test_errors_keep_celpys_words_and_positions() -> None:
     env = CelpyEngine()
     text = "has(gpu.a) &&\n  gpu.a.b + gpu.a.c > params.limit"
-    program, _shape = env.compile(text)
+    program = env.compile(text)
     standard = celpy.Environment()
     plain = standard.program(standard.compile(text))
     activation = json_to_cel({"gpu": {"a": {"b": 1}}, "params": {"limit": 0}})

@@ -149,7 +149,7 @@ def test_rules_left_when_loading_passes_the_deadline_are_unknown(
 
 def test_celpy_looks_at_the_deadline_during_an_evaluation() -> None:
     engine = CelpyEngine()
-    program, _ = engine.compile("l.all(x, x >= 0)")
+    program = engine.compile("l.all(x, x >= 0)")
     scope = engine.activation({"l": list(range(500))})
     assert engine.evaluate(program, scope, None) is True
     with pytest.raises(budget.BudgetExceeded) as caught:

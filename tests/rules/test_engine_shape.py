@@ -1,8 +1,7 @@
 """The shape each engine's compiled expressions are read for (`syntax.shape_of`, from the
-engine's own syntax tree): the comprehension count that bounds an expression and the fact
+expression's syntax tree): the comprehension count that bounds an expression and the fact
 paths a GPU's scope is given. Only the reads of the scope's variables are compared: a
-comprehension's own names (its variable, Google's accumulator `@result`) are not looked up
-in the scope."""
+comprehension's own names (its variable) are not looked up in the scope."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from importlib.util import find_spec
 
 import pytest
 from sitscheck.engine.cel import CELPY, GOOGLE, CelEnvironment
+from sitscheck.errors import RuleError
 
 VARIABLES = {"checks", "findings", "profile", "params", "node", "gpu"}
 
@@ -50,6 +50,11 @@ CASES = [
     ),
     ("has(gpu.nvlink.links)", 0, {("gpu", "nvlink", "links")}),
     ("gpu.a ? gpu.b.c : params.d.e", 0, {("gpu", "a"), ("gpu", "b", "c"), ("params", "d", "e")}),
+    # literals whose text looks like code, comments
+    ("gpu.m['x // y.all('] > 0 // node.z.all(", 0, {("gpu", "m")}),
+    ("'''a\n\"b\" node.x''' == r'\\\\' + gpu.s + \"\\\"\"", 0, {("gpu", "s")}),
+    ("{'k': gpu.a, 2: gpu.xs.exists(x, x)}.k", 1, {("gpu", "a"), ("gpu", "xs")}),
+    ("gpu.xs.map(x, x.ok, x.v).size() + -1", 1, {("gpu", "xs")}),
 ]
 
 
@@ -73,3 +78,14 @@ def test_a_long_chain_and_nested_calls(engine: str) -> None:
     assert _shape(engine, chain) == (0, frozenset({("gpu", *(f"f{n}" for n in range(20)))}))
     nested = "size(" * 10 + "node.x" + ")" * 10  # the parser allows 32 levels
     assert _shape(engine, nested) == (0, frozenset({("node", "x")}))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_brackets_nested_past_32_levels_are_refused_by_both_engines(engine: str) -> None:
+    """Google's parser allows 32 levels; celpy evaluated 60 (or 300) nested parentheses on no
+    run (Python's recursion ran out) yet loaded them: refused at load now, naming the line."""
+    env = CelEnvironment(engine)
+    env.compile("(" * 32 + "node.x" + ")" * 32, "site.yaml", 4)
+    with pytest.raises(RuleError) as caught:
+        env.compile("(" * 60 + "node.x" + ")" * 60, "site.yaml", 4)
+    assert caught.value.line == 4 and "bad CEL expression" in caught.value.detail
