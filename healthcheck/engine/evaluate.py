@@ -51,22 +51,19 @@ def evaluate_rules(
 ) -> list[Verdict]:
     """Every rule's verdicts; `deadline` (time.monotonic()) bounds the evaluation."""
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
-    # The node's values are cut to what its rules read, made plain (each value shared by
-    # several scopes once) and converted for CEL once; a GPU's scope holds its `gpu` and
-    # the node's values that GPU rules read (a whole check's facts converted again for each
-    # GPU had made 64 GPUs 13 s).
-    without_nulls = Plain()
-    values = build_activation(results, profile, params, node or {})
+    # Nulls are dropped once, before the GPU records are made of the facts (a topology pair
+    # in the node's list and in both its GPUs' is one object). Each scope is cut to what its
+    # rules read and converted for CEL once: a GPU's scope holds its `gpu` and the node's
+    # values that GPU rules read (a whole check's facts converted again for each GPU had
+    # made 64 GPUs 13 s).
+    values = without_nulls(build_activation(results, profile, params, node or {}))
     node_reads = reads_of(e for r in ruleset.rules if r.scope == "node" for e in _exprs(r))
     gpu_reads = reads_of(e for r in ruleset.rules if r.scope == "gpu" for e in _exprs(r))
-    node_scope = Scope(env.activation(without_nulls(prune(values, node_reads))), None)
-    for_gpus = without_nulls(prune(values, gpu_reads))
-    gpu_only = _under(gpu_reads, "gpu")
+    node_scope = Scope(env.activation(prune(values, node_reads)), None)
+    for_gpus, gpu_only = prune(values, gpu_reads), _under(gpu_reads, "gpu")
     gpu_scopes = [
-        Scope(
-            env.activation({**for_gpus, "gpu": without_nulls(prune(gpu, gpu_only))}), _device(gpu)
-        )
-        for gpu in gpu_views(results)
+        Scope(env.activation({**for_gpus, "gpu": prune(gpu, gpu_only)}), _device(gpu))
+        for gpu in gpu_views(values["checks"])
     ]
     by_name = {r.name: r for r in results}
     verdicts: list[Verdict] = []
@@ -136,46 +133,19 @@ def without_nulls(value: Any) -> Any:
     and reading one is an error; integers beyond CEL's int64 become doubles; subclasses of
     dict, list, str (a YAML mapping with its lines, an enum) their plain base; a string that
     is not valid Unicode (a lone surrogate from an undecodable byte) escaped."""
-    return Plain()(value)
-
-
-class Plain:
-    """`without_nulls`, each dict or list converted once however often it is reached (a
-    topology pair is in the node's list and in both its GPUs': 65,280 pairs again at 256
-    GPUs, 0.9 CPU-s): kept by id, with the object, while the converter lives."""
-
-    def __init__(self) -> None:
-        self._done: dict[int, tuple[Any, Any]] = {}
-
-    def __call__(self, value: Any) -> Any:
-        kind = type(value)
-        if (kind is str and value.isascii()) or kind is float or kind is bool:
-            return value  # most values of a node: as they are
-        if kind is int and -(2**63) <= value < 2**63:
-            return value
-        if not isinstance(value, dict | list | tuple):
-            return _scalar(value)
-        done = self._done.get(id(value))
-        if done is None:
-            if isinstance(value, dict):
-                out: Any = {
-                    k if type(k) is str and k.isascii() else _unicode(k): self(v)
-                    for k, v in value.items()
-                    if v is not None
-                }
-            else:
-                out = [self(v) for v in value if v is not None]
-            done = self._done[id(value)] = (value, out)
-        return done[1]
-
-
-def _scalar(value: Any) -> Any:
+    kind = type(value)
+    if kind is float or kind is bool or (kind is str and value.isascii()):
+        return value  # most values of a node: as they are
+    if kind is int:
+        return value if -(2**63) <= value < 2**63 else float(value)
+    if isinstance(value, dict):
+        return {_unicode(k): without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [without_nulls(v) for v in value if v is not None]
     if isinstance(value, bool):  # before int: a bool is an int
         return bool(value)
-    if isinstance(value, int):
-        return int(value) if -(2**63) <= value < 2**63 else float(value)
-    if isinstance(value, float):
-        return float(value)
+    if isinstance(value, int | float):
+        return without_nulls(int(value) if isinstance(value, int) else float(value))
     return _unicode(value)
 
 
@@ -193,12 +163,13 @@ def _unicode(value: Any) -> Any:
     return value
 
 
-def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
-    """One record per GPU: each check's per-GPU entry for it, under the check name, joined by
-    the GPU's identity (PCI bus id, else UUID: `identity.gpu_identity`), never by list index.
-    A record that names its GPU only by UUID or index joins the GPU that a bus-id record gave
-    that UUID or index, when exactly one did. A second record of one check with an identity
-    already seen is left out (the runner made that check UNKNOWN, naming both).
+def gpu_views(checks: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per GPU (`checks`: the activation's, `build_activation`): each check's
+    per-GPU entry for it, under the check name, joined by the GPU's identity (PCI bus id,
+    else UUID: `identity.gpu_identity`), never by list index. A record that names its GPU
+    only by UUID or index joins the GPU that a bus-id record gave that UUID or index, when
+    exactly one did. A second record of one check with an identity already seen is left
+    out (the runner made that check UNKNOWN, naming both).
 
     Where the check's facts have `pairs` (records naming two GPUs as `a_index` and `b_index`,
     as topology's), each of its GPU records gets the pairs that name that GPU as `pairs`, in
@@ -207,19 +178,20 @@ def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
     """
     views: dict[str, dict[str, Any]] = {}
     weak: list[tuple[str, dict[str, Any]]] = []
-    for result in results:
+    for check, values in checks.items():
         mine: set[str] = set()
-        pairs = _pairs_by_gpu(result.facts.get("pairs"))
-        for entry in gpu_records(result.facts):
+        facts = values.get("facts") or {}
+        pairs = _pairs_by_gpu(facts.get("pairs"))
+        for entry in gpu_records(facts):
             identity = gpu_identity(entry)
             if identity is None or identity in mine:
                 continue
             mine.add(identity)
             entry = _with_pairs(entry, pairs)
             if identity.startswith("pci:"):
-                _join(views.setdefault(identity, {}), result.name, entry)
+                _join(views.setdefault(identity, {}), check, entry)
             else:
-                weak.append((result.name, entry))
+                weak.append((check, entry))
     for name, entry in weak:
         identity = gpu_identity(entry) or ""
         matches = [v for v in views.values() if _alias(v, identity)]

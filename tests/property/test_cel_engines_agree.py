@@ -231,8 +231,8 @@ def _scopes(env: CelEnvironment, bundle: Path) -> list[tuple[str, Any]]:
     node = {"gpu_count": _gpu_count(results), "expect_gpus": None}
     values = without_nulls(build_activation(results, profile, {}, node))
     out = [("node", env.activation(values))]
-    for gpu in gpu_views(results):
-        out.append((f"gpu {gpu['index']}", env.activation({**values, "gpu": without_nulls(gpu)})))
+    for gpu in gpu_views(values["checks"]):
+        out.append((f"gpu {gpu['index']}", env.activation({**values, "gpu": gpu})))
     return out
 
 
