@@ -27,8 +27,13 @@ RULE_KEYS = frozenset(
     "explains description".split()
 )
 REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
-SEVERITIES = {"info", "warning", "critical"}
-ACTION_CATEGORIES = set(get_args(ActionCategoryName))
+# The keys that name one of a few values (all but severity may be left unset).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "scope": get_args(Scope),
+    "severity": ("info", "warning", "critical"),
+    "layer": tuple(layer.value for layer in Layer),
+    "action_category": get_args(ActionCategoryName),
+}
 RULES_GROUP = "sitscheck.rules"
 
 
@@ -82,7 +87,8 @@ def load_rules(
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
     the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
     `shipped`: `shipped_rules_dirs()`, where the caller has it."""
-    compiler = _Compiler(env or CelEnvironment(), deadline)
+    env = env or CelEnvironment()
+    late = False  # past the deadline: the rules left stay uncompiled
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
@@ -112,7 +118,8 @@ def load_rules(
         if not isinstance(entries, list):
             raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
         for position, entry in enumerate(entries):
-            rule = _rule(compiler, path, entry, line_of(entries, position))
+            late = late or passed(deadline)
+            rule = _rule(None if late else env, path, entry, line_of(entries, position))
             rules[rule.id] = rule
             every_rule.append(rule)
     _refuse_unread_params(site_param_lines, params, every_rule)
@@ -140,24 +147,8 @@ def _refuse_unread_params(
             raise RuleError(path, f"param {key!r} is read by no rule{hint}", line)
 
 
-class _Compiler:
-    """Compiles a rule's expressions until the deadline; the rules after it stay uncompiled."""
-
-    def __init__(self, env: CelEnvironment, deadline: float | None) -> None:
-        self._env, self._deadline = env, deadline
-        self.late = False
-
-    def start_rule(self) -> None:
-        self.late = self.late or passed(self._deadline)
-
-    def expr(self, text: str, file: str, line: int) -> CompiledExpr:
-        return CompiledExpr(text, None) if self.late else self._env.compile(text, file, line)
-
-    def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
-        return () if self.late else self._env.placeholders(message, file, line)
-
-
-def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:
+def _rule(env: CelEnvironment | None, path: Path, entry: Any, line: int) -> Rule:
+    """One rule, checked, its expressions compiled by `env` (None: left uncompiled)."""
     file = str(path)
     if not isinstance(entry, LinedDict):
         raise RuleError(file, "each rule is a mapping", line)
@@ -167,45 +158,33 @@ def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:
     for key in REQUIRED_RULE_KEYS:
         if key not in entry:
             raise RuleError(file, f"rule is missing {key!r}", line)
-    rule_id = _text(entry, "id", file)
-    scope = entry.get("scope", "node")
-    if scope not in get_args(Scope):
-        raise RuleError(file, f"{rule_id}: scope must be node or gpu", line_of(entry, "scope"))
-    severity = entry["severity"]
-    if severity not in SEVERITIES:
-        raise RuleError(
-            file,
-            f"{rule_id}: severity must be one of {sorted(SEVERITIES)}",
-            line_of(entry, "severity"),
-        )
-    layer = entry.get("layer", "runtime")
-    if layer not in {item.value for item in Layer}:
-        raise RuleError(file, f"{rule_id}: unknown layer {layer!r}", line_of(entry, "layer"))
-    message = _text(entry, "message", file)
-    guard = entry.get("guard")
-    category: Any = entry.get("action_category")
-    if category is not None and category not in ACTION_CATEGORIES:
-        raise RuleError(
-            file,
-            f"{rule_id}: action_category must be one of {sorted(ACTION_CATEGORIES)}",
-            line_of(entry, "action_category"),
-        )
-    compiler.start_rule()
+    rule_id, message = _text(entry, "id", file), _text(entry, "message", file)
+    for key, allowed in CHOICES.items():
+        value = entry.get(key)
+        if (value is not None or key == "severity") and value not in allowed:
+            where = line_of(entry, key)
+            raise RuleError(file, f"{rule_id}: {key} must be one of {sorted(allowed)}", where)
+
+    def compiled(key: str) -> CompiledExpr:
+        text, where = _text(entry, key, file), value_line_of(entry, key)
+        return CompiledExpr(text, None) if env is None else env.compile(text, file, where)
+
+    where = value_line_of(entry, "message")
     return Rule(
         id=rule_id,
-        scope=scope,
-        when=compiler.expr(_text(entry, "when", file), file, value_line_of(entry, "when")),
-        guard=compiler.expr(str(guard), file, value_line_of(entry, "guard")) if guard else None,
-        severity=Severity(severity),
+        scope=entry.get("scope") or "node",
+        when=compiled("when"),
+        guard=compiled("guard") if entry.get("guard") else None,
+        severity=Severity(entry["severity"]),
         message=message,
-        placeholders=compiler.placeholders(message, file, value_line_of(entry, "message")),
+        placeholders=() if env is None else env.placeholders(message, file, where),
         file=file,
         line=line,
         requires=_names(entry, "requires", file),
         action=entry.get("action"),
-        action_category=category,
+        action_category=entry.get("action_category"),
         source=entry.get("source"),
-        layer=Layer(layer),
+        layer=Layer(entry.get("layer") or "runtime"),
         explains=_names(entry, "explains", file),
         description=entry.get("description"),
     )

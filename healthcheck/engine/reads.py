@@ -31,27 +31,17 @@ def prune(values: dict[str, Any], reads: frozenset[Path] | None) -> dict[str, An
     value keeps the whole of that value; one that goes through a list keeps the list."""
     if reads is None:
         return values
-    tree: dict[str, Any] = {}
-    for path in sorted(reads, key=len):
-        node = tree
-        for part in path[:-1]:
-            below = node.setdefault(part, {})
-            if below is _WHOLE:
-                break
-            node = below
-        else:
-            node[path[-1]] = _WHOLE
-    return _cut(values, tree)
-
-
-_WHOLE: dict[str, Any] = {}
-
-
-def _cut(value: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, below in tree.items():
-        if key in value:
-            item = value[key]
-            whole = below is _WHOLE or not isinstance(item, dict)
-            out[key] = item if whole else _cut(item, below)
+    for path in reads:
+        source, target = values, out
+        for depth, key in enumerate(path):
+            if key not in source:
+                break
+            value = source[key]
+            if depth == len(path) - 1 or not isinstance(value, dict):
+                target[key] = value  # the whole value (a read of part of it may come later)
+                break
+            if target.get(key) is value:
+                break  # kept whole already
+            source, target = value, target.setdefault(key, {})
     return out

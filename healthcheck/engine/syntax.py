@@ -170,8 +170,8 @@ class _Parser:
                 at = self._tokens[self._next][2]
                 tree = Index(operand=tree, key=self._expr(), at=at)
                 self._expect("]")
-            elif self._take("{"):  # a message: `pkg.Name{field: value}`
-                tree = Node(self._entries(fields=True))
+            elif self._take("{"):  # a message, `pkg.Name{field: value}`: its values
+                tree = Node(tuple(self._list("}")[1::2]))
             else:
                 return tree
 
@@ -190,7 +190,7 @@ class _Parser:
                 tree = self._expr()
                 self._expect(")")
                 return tree
-            return Node(tuple(self._list("]")) if word == "[" else self._entries(fields=False))
+            return Node(tuple(self._list("]" if word == "[" else "}")))
         if kind in ("string", "number") or word in ("true", "false", "null"):
             return Constant(value=_value(kind, word))
         self._next -= 1
@@ -204,44 +204,28 @@ class _Parser:
         return word, at
 
     def _list(self, close: str) -> list[Node]:
-        """Expressions parted by commas (one may end the list) up to `close`."""
+        """Expressions parted by commas (one may end the list) up to `close`; before `}`,
+        `key: value` entries (both kept)."""
         items: list[Node] = []
         while not self._take(close):
             items.append(self._expr())
+            if close == "}" and self._take(":"):
+                items.append(self._expr())
             if not self._take(","):
                 self._expect(close)
                 break
         return items
 
-    def _entries(self, fields: bool) -> tuple[Node, ...]:
-        """A map's `key: value` entries (a message's `field: value`: only values read)."""
-        parts: list[Node] = []
-        while not self._take("}"):
-            if fields:
-                self._name()
-            else:
-                parts.append(self._expr())
-            self._expect(":")
-            parts.append(self._expr())
-            if not self._take(","):
-                self._expect("}")
-                break
-        return tuple(parts)
-
 
 def _call(over: Node, method: str, at: int, arguments: list[Node]) -> Node:
     """`over.method(arguments)`: a comprehension where it is a macro's call (`map` has an
     optional filter before what it maps to)."""
+    arity = (2, 3) if method == "map" else (2,)
     variable = arguments[0] if arguments else None
-    count = (2, 3) if method == "map" else (2,)
-    if (
-        method not in COMPREHENSIONS
-        or not isinstance(variable, Name)
-        or len(arguments) not in count
-    ):
-        return Node((over, *arguments))
-    mapped = arguments.pop() if method == "map" else None
-    return Loop(tuple(arguments[1:]), method, variable.name, over, mapped, at)
+    if method in COMPREHENSIONS and isinstance(variable, Name) and len(arguments) in arity:
+        mapped = arguments.pop() if method == "map" else None
+        return Loop(tuple(arguments[1:]), method, variable.name, over, mapped, at)
+    return Node((over, *arguments))
 
 
 def _value(kind: str, word: str) -> str | int | None:
@@ -252,7 +236,7 @@ def _value(kind: str, word: str) -> str | int | None:
             return None  # an unsigned integer or a double
         return int(word, 16 if hexadecimal else 10)
     prefix = word[: len(word) - len(word.lstrip("rRbB"))]
-    quotes = 3 if word[len(prefix) :].startswith(("\"\"\"", "'''")) else 1
+    quotes = 3 if word[len(prefix) :].startswith(('"""', "'''")) else 1
     body = word[len(prefix) + quotes : -quotes]
     return body if kind == "string" and "b" not in prefix.lower() and "\\" not in body else None
 
