@@ -58,23 +58,16 @@ class CelpyEngine:
 
 def plain(value: Any) -> Any:
     """celpy's values as plain Python ones (what Google's runtime gives too)."""
-    from celpy import celtypes
+    from celpy.celtypes import BoolType
 
-    if isinstance(value, celtypes.BoolType):
+    if isinstance(value, BoolType):  # an int to Python
         return bool(value)
-    if isinstance(value, celtypes.IntType | celtypes.UintType):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType):
-        return float(value)
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    if isinstance(value, celtypes.BytesType):
-        return bytes(value)
-    if isinstance(value, celtypes.ListType):
-        return [plain(v) for v in value]
-    if isinstance(value, celtypes.MapType):
+    if isinstance(value, dict):
         return {plain(k): plain(v) for k, v in value.items()}
-    return value
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    base = next((t for t in (int, float, str, bytes) if isinstance(value, t)), None)
+    return value if base is None else base(value)
 
 
 @cache
@@ -100,11 +93,17 @@ def _short_circuit_runner() -> type[Any] | None:
 
     class ShortCircuit(Evaluator):
         meter: Meter | None = None
+        step = False  # the body of a comprehension: each evaluation is one step
 
         def sub_evaluator(self, ast: Tree[Any]) -> Evaluator:
-            nested = _Step(ast, activation=self.activation)
-            nested.meter = self.meter
+            nested = ShortCircuit(ast, activation=self.activation)
+            nested.meter, nested.step = self.meter, True
             return nested
+
+        def evaluate(self, context: Any = None) -> Any:
+            if self.step and self.meter is not None:
+                self.meter.step()
+            return super().evaluate(context)
 
         def conditionaland(self, tree: Tree[Any]) -> Any:
             if len(tree.children) != 2:
@@ -162,14 +161,6 @@ def _short_circuit_runner() -> type[Any] | None:
                 return self.visit(child) if isinstance(child, Tree) else child
             except CELEvalError as exc:
                 return exc
-
-    class _Step(ShortCircuit):
-        """The body of a comprehension: each evaluation is one step."""
-
-        def evaluate(self, context: Any = None) -> Any:
-            if self.meter is not None:
-                self.meter.step()
-            return super().evaluate(context)
 
     class Runner(InterpretedRunner):
         def evaluate(self, context: Any) -> Any:
