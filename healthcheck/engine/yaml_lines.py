@@ -24,7 +24,7 @@ class LinedDict(dict[str, Any]):
     """A mapping with the line it starts on, each key's line and each value's first line."""
 
     line: int
-    key_lines: dict[str, int]
+    lines: dict[Any, int]
     value_lines: dict[str, int]
 
 
@@ -32,18 +32,14 @@ class LinedList(list[Any]):
     """A list with the line it starts on and each item's line."""
 
     line: int
-    item_lines: list[int]
+    lines: dict[Any, int]
 
 
 def line_of(container: Any, key: str | int | None = None, default: int = 1) -> int:
     """The line of `key` in a lined mapping or list (the container's own line for a key it
     does not have); `default` for a value that is neither."""
-    if isinstance(container, LinedDict):
-        keys = container.key_lines
-        return keys.get(key, container.line) if isinstance(key, str) else container.line
-    if isinstance(container, LinedList):
-        items = container.item_lines
-        return items[key] if isinstance(key, int) and 0 <= key < len(items) else container.line
+    if isinstance(container, LinedDict | LinedList):
+        return container.lines.get(key, container.line)
     return default
 
 
@@ -98,7 +94,7 @@ def load_yaml(path: Path) -> Any:
     try:
         check_events(path, text)
         node = yaml.compose(text, Loader=_loader())
-        return None if node is None else _Builder(str(path)).value(node)
+        return None if node is None else _built(str(path), node, yaml.SafeLoader(""))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -119,50 +115,33 @@ def _line(item: Any) -> int:
     return item.start_mark.line + 1 if item.start_mark else 1
 
 
-class _Builder:
-    """A composed node graph's values, as the safe loader constructs them, with their lines."""
+def _built(path: str, node: Any, constructor: Any) -> Any:
+    """A composed node's value, as the safe loader (`constructor`) builds it, with its lines."""
+    import yaml
 
-    def __init__(self, path: str) -> None:
-        import yaml
-
-        self._path = path
-        self._constructor = yaml.SafeLoader("")
-        self._nodes = yaml.MappingNode, yaml.SequenceNode
-
-    def value(self, node: Any) -> Any:
-        mapping, sequence = self._nodes
-        if isinstance(node, mapping):
-            out = LinedDict()
-            out.line, out.key_lines, out.value_lines = _line(node), {}, {}
-            for key_node, value_node in node.value:
-                key = self._key(key_node)
-                if key in out:
-                    raise RuleError(self._path, f"duplicate key {key!r}", _line(key_node))
-                out.key_lines[key] = _line(key_node)
-                # a block scalar (`|`, `>`) starts on the line below its indicator
-                block = getattr(value_node, "style", None) in ("|", ">")
-                out.value_lines[key] = _line(value_node) + block
-                out[key] = self.value(value_node)
-            return out
-        if isinstance(node, sequence):
-            items = LinedList(self.value(item) for item in node.value)
-            items.line, items.item_lines = _line(node), [_line(item) for item in node.value]
-            return items
-        return self._scalar(node)
-
-    def _key(self, node: Any) -> str:
-        key = None if isinstance(node, self._nodes) else self._scalar(node)
-        if not isinstance(key, str):
-            raise RuleError(self._path, "mapping keys must be strings", _line(node))
-        return key
-
-    def _scalar(self, node: Any) -> Any:
-        import yaml
-
-        try:
-            return self._constructor.construct_object(node, deep=True)
-        except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
-            problem = getattr(exc, "problem", exc)
-            raise RuleError(self._path, f"bad value: {problem}", _line(node)) from exc
-        except (ValueError, OverflowError) as exc:
-            raise RuleError(self._path, f"bad value: {exc}", _line(node)) from exc
+    if isinstance(node, yaml.MappingNode):
+        out = LinedDict()
+        out.line, out.lines, out.value_lines = _line(node), {}, {}
+        for key_node, value_node in node.value:
+            scalar = isinstance(key_node, yaml.ScalarNode)
+            key = _built(path, key_node, constructor) if scalar else None
+            if not isinstance(key, str):
+                raise RuleError(path, "mapping keys must be strings", _line(key_node))
+            if key in out:
+                raise RuleError(path, f"duplicate key {key!r}", _line(key_node))
+            # a block scalar (`|`, `>`) starts on the line below its indicator
+            block = getattr(value_node, "style", None) in ("|", ">")
+            out.lines[key], out.value_lines[key] = _line(key_node), _line(value_node) + block
+            out[key] = _built(path, value_node, constructor)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = LinedList(_built(path, item, constructor) for item in node.value)
+        items.line, items.lines = _line(node), {n: _line(i) for n, i in enumerate(node.value)}
+        return items
+    try:
+        return constructor.construct_object(node, deep=True)
+    except yaml.YAMLError as exc:  # e.g. a malformed timestamp or binary scalar
+        problem = getattr(exc, "problem", exc)
+        raise RuleError(path, f"bad value: {problem}", _line(node)) from exc
+    except (ValueError, OverflowError) as exc:
+        raise RuleError(path, f"bad value: {exc}", _line(node)) from exc

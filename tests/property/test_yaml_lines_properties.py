@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sitscheck.engine.yaml_lines import LinedDict, LinedList, load_yaml
+from sitscheck.engine.yaml_lines import LinedDict, LinedList, line_of, load_yaml
 
 SCALARS = st.one_of(
     st.none(),
@@ -53,7 +53,7 @@ def _key_lines(node: yaml.Node, out: list[tuple[str, int]]) -> None:
 def _our_key_lines(value: Any, out: list[tuple[str, int]]) -> None:
     if isinstance(value, LinedDict):
         for key, item in value.items():
-            out.append((key, value.key_lines[key]))
+            out.append((key, line_of(value, key)))
             _our_key_lines(item, out)
     elif isinstance(value, LinedList):
         for item in value:
