@@ -15,6 +15,7 @@ rules read.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .budget import BudgetExceeded, exhausted
@@ -64,12 +65,7 @@ class GoogleEngine:
 def _parse_message(text: str) -> tuple[str, int]:
     """The runtime's parse error ("ERROR: <input>:2:5: Syntax error: ...") as its first
     message and the line offset within the expression."""
-    for line in text.splitlines():
-        line = line.strip()
-        where = line.find("ERROR: <input>:")
-        if where >= 0:
-            place, _, message = line[where + len("ERROR: <input>:") :].partition(": ")
-            row = place.split(":", 1)[0]
-            message = message.removesuffix(" [INVALID_ARGUMENT]") or line
-            return message, int(row) - 1 if row.isdigit() else 0
-    return (text.strip().splitlines() or ["syntax error"])[0], 0
+    found = re.search(r"ERROR: <input>:(\d+):\d+: (.+?)(?: \[INVALID_ARGUMENT\])?$", text, re.M)
+    if found is None:
+        return (text.strip().splitlines() or ["syntax error"])[0], 0
+    return found[2], int(found[1]) - 1

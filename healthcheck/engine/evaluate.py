@@ -23,7 +23,7 @@ from .cel import CelEnvironment, render_message
 from .errors import EvalFailure
 from .identity import gpu_identity, gpu_records
 from .model import CompiledExpr, Profile, Rule, RuleSet
-from .reads import prune, reads_of
+from .reads import below, prune, reads_of
 
 PROFILE_REQUIREMENT = "profile"
 NOT_EVALUATED = "not evaluated: the run's deadline passed before this rule"
@@ -57,10 +57,9 @@ def evaluate_rules(
     # values that GPU rules read (a whole check's facts converted again for each GPU had
     # made 64 GPUs 13 s).
     values = without_nulls(build_activation(results, profile, params, node or {}))
-    node_reads = reads_of(e for r in ruleset.rules if r.scope == "node" for e in _exprs(r))
-    gpu_reads = reads_of(e for r in ruleset.rules if r.scope == "gpu" for e in _exprs(r))
-    node_scope = Scope(env.activation(prune(values, node_reads)), None)
-    for_gpus, gpu_only = prune(values, gpu_reads), _under(gpu_reads, "gpu")
+    node_scope = Scope(env.activation(prune(values, reads_of(ruleset.rules, "node"))), None)
+    gpu_reads = reads_of(ruleset.rules, "gpu")
+    for_gpus, gpu_only = prune(values, gpu_reads), below(gpu_reads, "gpu")
     gpu_scopes = [
         Scope(env.activation({**for_gpus, "gpu": prune(gpu, gpu_only)}), _device(gpu))
         for gpu in gpu_views(values["checks"])
@@ -79,18 +78,6 @@ def evaluate_rules(
             scopes = [node_scope] if rule.scope == "node" else gpu_scopes
             verdicts.extend(_evaluate(rule, scopes, env, deadline))
     return verdicts
-
-
-def _under(reads: frozenset[tuple[str, ...]] | None, name: str) -> Any:
-    """The paths read below `name` (`gpu.nvlink.x` -> `nvlink.x`); None: anything."""
-    if reads is None or (name,) in reads:
-        return None
-    return frozenset(path[1:] for path in reads if len(path) > 1 and path[0] == name)
-
-
-def _exprs(rule: Rule) -> list[CompiledExpr]:
-    guard = [rule.guard] if rule.guard is not None else []
-    return [rule.when, *guard, *rule.placeholders]
 
 
 def build_activation(

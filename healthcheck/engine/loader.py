@@ -217,8 +217,13 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
         for path in sorted(folder.glob("*.yaml")):
             data = load_yaml(path)
             if folder in site:  # a site's profile: an unknown key or a wrong type is refused
-                schema = schema or _profile_schema()
-                schema.check(str(path), data)
+                if schema is None:
+                    from ..contract.registry import discover
+                    from .profile_schema import ProfileSchema
+
+                    schema = ProfileSchema.of_checks(discover())
+                for problem in schema.problems(str(path), data):
+                    raise problem
             if not isinstance(data, dict) or not isinstance(data.get("name"), str):
                 raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
             params = data.get("params") or {}
@@ -230,12 +235,3 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
                 data["name"], str(path), merged, {**(base.params if base else {}), **params}
             )
     return profiles
-
-
-def _profile_schema() -> Any:
-    """The profile schema of the installed checks (`profile_schema`): read only where a site
-    profile is loaded."""
-    from ..contract.registry import discover
-    from .profile_schema import ProfileSchema
-
-    return ProfileSchema.of_checks(discover())

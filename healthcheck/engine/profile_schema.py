@@ -125,12 +125,6 @@ class ProfileSchema:
         self._mapping(file, data, self.keys, "", out)
         return out
 
-    def check(self, file: str, data: Any) -> None:
-        """Raise the first problem of a profile (as a run does for a site profile)."""
-        found = self.problems(file, data)
-        if found:
-            raise found[0]
-
     def _mapping(
         self,
         file: str,
