@@ -34,8 +34,9 @@ _TOKEN = re.compile(
     |(?P<other>.)""",
     re.VERBOSE,
 )
-# Binary operators, the loosest first (`in` is a name token).
-_LEVELS = (("||",), ("&&",), ("<", "<=", ">=", ">", "==", "!=", "in"), ("+", "-"), ("*", "/", "%"))
+# Binary operators and how tightly each binds (`in` is a name token).
+_BINDING = {"||": 1, "&&": 2, "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+_BINDING.update(dict.fromkeys(("<", "<=", ">=", ">", "==", "!=", "in"), 3))
 
 
 class Node(Struct, frozen=True):
@@ -130,21 +131,20 @@ class _Parser:
         self._depth += 1
         if self._depth > MAX_NESTING:
             self._fail(f"nested deeper than {MAX_NESTING} levels")
-        tree = self._binary(0)
+        tree = self._binary()
         if self._take("?"):
-            chosen = self._binary(0)
+            chosen = self._binary()
             self._expect(":")
             tree = Node((tree, chosen, self._expr()))
         self._depth -= 1
         return tree
 
-    def _binary(self, level: int) -> Node:
-        if level == len(_LEVELS):
-            return self._unary()
-        tree = self._binary(level + 1)
-        while self._peek() in _LEVELS[level]:
+    def _binary(self, floor: int = 1) -> Node:  # operators binding at least `floor`
+        tree = self._unary()
+        while _BINDING.get(self._peek(), 0) >= floor:
+            binding = _BINDING[self._peek()]
             self._next += 1
-            tree = Node((tree, self._binary(level + 1)))
+            tree = Node((tree, self._binary(binding + 1)))
         return tree
 
     def _unary(self) -> Node:  # Unary = Member | "!" {"!"} Member | "-" {"-"} Member
