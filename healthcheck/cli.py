@@ -349,7 +349,7 @@ def _with_note(report: Any, note: str) -> Any:
 
 
 def _config(overrides: dict[str, Any], config_path: Path | None) -> Any:
-    from .config import build_config, load_site_config
+    from .site_config import build_config, load_site_config
 
     site = load_site_config(config_path)
     return build_config(site, overrides, str(config_path or "options"))

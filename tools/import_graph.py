@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("engine",)),
     ("report", ("report",)),
     ("outputs", ("reporters", "export")),
-    ("runs", ("app", "daemon", "accept", "interrupt")),
+    ("runs", ("app", "daemon", "accept", "interrupt", "site_config")),
     ("cli", ("cli", "cli_parts", "__main__")),
 )  # fmt: skip
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..errors import RuleError
 from .errors import CompileFailure
 from .model import CompiledExpr, Shape
-from .syntax import Node
+from .syntax import parse, shape_of
 
 MAX_EXPR_CHARS = 2000
 # Two comprehensions per expression keep every rule cheap (the shipped ones use at most two,
@@ -30,13 +30,9 @@ GOOGLE, CELPY = "cel-expr-python", "celpy"
 class Engine(Protocol):
     name: str
 
-    def compile(self, text: str) -> tuple[Any, Shape]: ...
+    def compile(self, text: str) -> Any: ...
 
-    def syntax(self, text: str) -> Node: ...
-
-    shares_scopes: bool
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any: ...
+    def activation(self, values: dict[str, Any]) -> Any: ...
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any: ...
 
@@ -74,8 +70,9 @@ class CelEnvironment:
             raise RuleError(file, f"expression longer than {MAX_EXPR_CHARS} characters", line)
         try:
             compiled = self._compiled.get(text)
-            if compiled is None:
-                compiled = self._compiled[text] = self._engine.compile(text)
+            if compiled is None:  # the engine's words for a mistake, then the syntax's bounds
+                program = self._engine.compile(text)
+                compiled = self._compiled[text] = (program, shape_of(parse(text)))
         except CompileFailure as exc:
             # an error at the end of the text is on its last line with any text on it
             offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
@@ -92,30 +89,12 @@ class CelEnvironment:
             )
         return CompiledExpr(text, program, shape)
 
-    def syntax(self, text: str) -> Node:
-        """The syntax of an expression that compiles (`syntax.py`), for `rules validate`."""
-        return self._engine.syntax(text)
-
     def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
         return tuple(self.compile(m.strip(), file, line) for m in _PLACEHOLDER.findall(message))
 
-    @property
-    def shares_scopes(self) -> bool:
-        """Whether a GPU's scope extends the node's (its values then hold what GPU rules
-        read too) rather than being given the node's values it needs."""
-        return self._engine.shares_scopes
-
-    def node_scope(self, values: dict[str, Any]) -> Any:
-        """The node's scope: plain values (no nulls), converted as the engine does."""
+    def activation(self, values: dict[str, Any]) -> Any:
+        """A scope: plain values (no nulls), converted as the engine does."""
         return self._engine.activation(values)
-
-    def gpu_scope(self, node: Any, node_values: dict[str, Any], gpu: dict[str, Any]) -> Any:
-        """A GPU's scope: the node's names and `gpu`. An engine that shares scopes extends
-        the node's converted values with `gpu` alone; another is given `node_values` (the
-        node's values GPU rules read) with it."""
-        if self._engine.shares_scopes:
-            return self._engine.activation({"gpu": gpu}, node)
-        return self._engine.activation({**node_values, "gpu": gpu})
 
     def evaluate(self, expr: CompiledExpr, activation: Any, deadline: float | None) -> Any:
         """The expression's plain value (bool, int, float, str, list, dict). Raises

@@ -4,7 +4,6 @@ The fallback where Google's runtime has no wheel (Python 3.10) and the reference
 engine is tested against. Its interpreted runner is celpy's own with two changes:
 `&&`/`||` stop where the left operand decides (`_short_circuit_runner`), and every
 comprehension step is metered (`budget.Meter`: the step budget and the run's deadline).
-Compiled trees keep only the positions celpy reads (`_shared_positions`).
 """
 
 from __future__ import annotations
@@ -14,11 +13,6 @@ from typing import Any
 
 from .budget import Meter
 from .errors import CompileFailure, EvalFailure
-from .model import Path, Shape
-from .syntax import COMPREHENSIONS, Constant, Index, Loop, Name, Node, Select
-
-# celpy's macros, its `reduce`/`min` extensions included: each is one comprehension.
-MACROS = frozenset({"all", "exists", "exists_one", "map", "filter", "reduce", "min"})
 
 
 class CelpyEngine:
@@ -35,32 +29,16 @@ class CelpyEngine:
         self._eval_error = CELEvalError
         self._json_to_cel = json_to_cel
 
-    def compile(self, text: str) -> tuple[Any, Shape]:
-        """(program, the comprehensions of its parse tree); CompileFailure with the line."""
+    def compile(self, text: str) -> Any:
+        """The program; CompileFailure with the line."""
         try:
-            ast = self._env.compile(text)
-            program = self._env.program(_shared_positions(ast))
+            return self._env.program(self._env.compile(text))
         except self._parse_error as exc:
             raise CompileFailure(_first_line(exc), (exc.line or 1) - 1) from exc
-        except Exception as exc:
-            raise CompileFailure(str(exc), 0) from exc
-        return program, shape(ast)
 
-    def syntax(self, text: str) -> Node:
-        """The syntax of `text` (which compiles), for the fact-path check."""
-        return _Syntax(text).node(self._env.compile(text))
-
-    shares_scopes = True  # a GPU's scope extends the node's converted values
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any:
-        """Plain values as CEL ones; with `base`, base's converted names are shared and only
-        `values` are converted (a GPU's scope over the node's)."""
-        if base is None:
-            return self._json_to_cel(values)
-        extended = type(base)(base)
-        for name, value in values.items():
-            extended[self._json_to_cel(name)] = self._json_to_cel(value)
-        return extended
+    def activation(self, values: dict[str, Any]) -> Any:
+        """Plain values as CEL ones."""
+        return self._json_to_cel(values)
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any:
         """The plain value; EvalFailure for a CEL error; BudgetExceeded when it runs out."""
@@ -78,181 +56,18 @@ class CelpyEngine:
         return plain(value)
 
 
-def shape(ast: Any) -> Shape:
-    """The comprehensions of a parse tree (its macro calls) and the paths it reads (each
-    chain of field selections from a name; a name used otherwise is read whole)."""
-    from lark import Token, Tree
-
-    count = 0
-    reads: set[Path] = set()
-    whole_scope = False  # a root-scope name (`.a`): not followed here, so anything is read
-    pending = [ast]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, Tree):
-            continue
-        if node.data in ("dot_ident", "dot_ident_arg"):
-            whole_scope = True
-        elif node.data == "ident" and node.children:
-            reads.add((str(node.children[0]),))
-        if node.data == "member":
-            chain = _chain(node)
-            if chain is not None:
-                reads.add(chain)
-                continue
-        if node.data == "member_dot_arg" and len(node.children) > 1:
-            name = node.children[1]
-            if isinstance(name, Token) and name.value in MACROS:
-                count += 1
-        pending.extend(node.children)
-    return Shape(count, None if whole_scope else frozenset(reads))
-
-
-def _chain(node: Any) -> Path | None:
-    """`a.b.c` (member > member_dot > ... > primary > ident) as ("a", "b", "c")."""
-    from lark import Token, Tree
-
-    fields: list[str] = []
-    while isinstance(node, Tree):
-        children = node.children
-        if node.data == "member" and len(children) == 1:
-            node = children[0]
-        elif node.data == "member_dot" and len(children) == 2:
-            if not isinstance(children[1], Token):
-                return None
-            fields.append(children[1].value)
-            node = children[0]
-        elif node.data == "primary" and len(children) == 1:
-            ident = children[0]
-            if not isinstance(ident, Tree) or ident.data != "ident" or len(ident.children) != 1:
-                return None
-            return (str(ident.children[0]), *reversed(fields))
-        else:
-            return None
-    return None
-
-
-class _Syntax:
-    """celpy's parse tree (its cel.lark grammar) as `syntax` nodes; a node it has no method
-    for passes its one child through, or is computed from its children."""
-
-    def __init__(self, text: str) -> None:
-        self._starts = [0]  # where each line of the text starts
-        for line in text.splitlines(keepends=True):
-            self._starts.append(self._starts[-1] + len(line))
-
-    def node(self, tree: Any) -> Node:
-        from lark import Tree
-
-        if not isinstance(tree, Tree):
-            return Node()
-        children = tree.children
-        build = getattr(self, f"_{tree.data}", None) if tree.data in _SYNTAX else None
-        if build is not None:
-            built: Node = build(children)
-            return built
-        if len(children) == 1:  # expr, conditionalor, ..., member, primary: one part
-            return self.node(children[0])
-        return Node(tuple(self.node(child) for child in children))
-
-    def _at(self, token: Any) -> int:
-        line, column = getattr(token, "line", None) or 1, getattr(token, "column", None) or 1
-        return self._starts[min(line, len(self._starts)) - 1] + column - 1
-
-    def _ident(self, children: list[Any]) -> Node:
-        return Name(name=str(children[0]), at=self._at(children[0]))
-
-    def _dot_ident(self, children: list[Any]) -> Node:
-        return Name(name=f".{children[0]}", at=self._at(children[0]))
-
-    def _member_dot(self, children: list[Any]) -> Node:
-        field = children[1]
-        return Select(operand=self.node(children[0]), field=str(field), at=self._at(field))
-
-    def _member_index(self, children: list[Any]) -> Node:
-        from lark import Token
-
-        key = children[1]
-        first = next(iter(key.scan_values(lambda v: isinstance(v, Token))), None)
-        return Index(operand=self.node(children[0]), key=self.node(key), at=self._at(first))
-
-    def _member_dot_arg(self, children: list[Any]) -> Node:
-        over, method = self.node(children[0]), children[1]
-        arguments = [self.node(a) for a in _arguments(children[2] if len(children) > 2 else None)]
-        variable = arguments[0] if arguments else None
-        macro = str(method)
-        if macro not in COMPREHENSIONS or not isinstance(variable, Name) or len(arguments) < 2:
-            return Node((over, *arguments))
-        mapped = arguments.pop() if macro == "map" else None
-        return Loop(tuple(arguments[1:]), macro, variable.name, over, mapped, at=self._at(method))
-
-    def _ident_arg(self, children: list[Any]) -> Node:  # `f(args)`, `has(x)`
-        arguments = _arguments(children[1] if len(children) > 1 else None)
-        return Node(tuple(self.node(argument) for argument in arguments))
-
-    _dot_ident_arg = _ident_arg  # `.f(args)`
-
-    def _member_object(self, children: list[Any]) -> Node:  # `Message{field: value}`
-        return Node(tuple(self.node(child) for child in children[1:]))
-
-    def _list_lit(self, children: list[Any]) -> Node:  # `[a]` is a list, never `a` itself
-        return Node(tuple(self.node(child) for child in children))
-
-    _map_lit = _list_lit
-
-    def _paren_expr(self, children: list[Any]) -> Node:
-        return self.node(children[0])
-
-    def _literal(self, children: list[Any]) -> Node:
-        """A string or integer literal's value (as written, no escapes); else None."""
-        token = children[0] if children else None
-        text = str(token)
-        if getattr(token, "type", None) == "INT_LIT":
-            try:
-                return Constant(value=int(text, 0))
-            except ValueError:
-                return Constant()
-        if getattr(token, "type", None) == "STRING_LIT" and len(text) >= 2:
-            if text[0] == text[-1] and "\\" not in text:
-                return Constant(value=text[1:-1])
-        return Constant()
-
-
-_SYNTAX = frozenset(
-    {
-        "ident", "dot_ident", "member_dot", "member_index", "member_dot_arg", "ident_arg",
-        "dot_ident_arg", "member_object", "list_lit", "map_lit", "paren_expr", "literal",
-    }
-)  # fmt: skip
-
-
-def _arguments(exprlist: Any) -> list[Any]:
-    from lark import Tree
-
-    if isinstance(exprlist, Tree) and exprlist.data == "exprlist":
-        return list(exprlist.children)
-    return []
-
-
 def plain(value: Any) -> Any:
     """celpy's values as plain Python ones (what Google's runtime gives too)."""
-    from celpy import celtypes
+    from celpy.celtypes import BoolType
 
-    if isinstance(value, celtypes.BoolType):
+    if isinstance(value, BoolType):  # an int to Python
         return bool(value)
-    if isinstance(value, celtypes.IntType | celtypes.UintType):
-        return int(value)
-    if isinstance(value, celtypes.DoubleType):
-        return float(value)
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    if isinstance(value, celtypes.BytesType):
-        return bytes(value)
-    if isinstance(value, celtypes.ListType):
-        return [plain(v) for v in value]
-    if isinstance(value, celtypes.MapType):
+    if isinstance(value, dict):
         return {plain(k): plain(v) for k, v in value.items()}
-    return value
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    base = next((t for t in (int, float, str, bytes) if isinstance(value, t)), None)
+    return value if base is None else base(value)
 
 
 @cache
@@ -270,26 +85,25 @@ def _short_circuit_runner() -> type[Any] | None:
     from celpy.evaluation import CELEvalError, Evaluator
     from lark import Token, Tree
 
-    if not all(
-        callable(getattr(Evaluator, name, None))
-        for name in (
-            "conditionaland",
-            "conditionalor",
-            "sub_evaluator",
-            "visit",
-            "evaluate",
-            "macro_has_eval",
-        )
-    ) or not callable(getattr(InterpretedRunner, "new_activation", None)):
+    overridden = "conditionaland conditionalor sub_evaluator visit evaluate macro_has_eval"
+    needed = [getattr(Evaluator, name, None) for name in overridden.split()]
+    needed.append(getattr(InterpretedRunner, "new_activation", None))
+    if not all(callable(method) for method in needed):
         return None
 
     class ShortCircuit(Evaluator):
         meter: Meter | None = None
+        step = False  # the body of a comprehension: each evaluation is one step
 
         def sub_evaluator(self, ast: Tree[Any]) -> Evaluator:
-            nested = _Step(ast, activation=self.activation)
-            nested.meter = self.meter
+            nested = ShortCircuit(ast, activation=self.activation)
+            nested.meter, nested.step = self.meter, True
             return nested
+
+        def evaluate(self, context: Any = None) -> Any:
+            if self.step and self.meter is not None:
+                self.meter.step()
+            return super().evaluate(context)
 
         def conditionaland(self, tree: Tree[Any]) -> Any:
             if len(tree.children) != 2:
@@ -348,14 +162,6 @@ def _short_circuit_runner() -> type[Any] | None:
             except CELEvalError as exc:
                 return exc
 
-    class _Step(ShortCircuit):
-        """The body of a comprehension: each evaluation is one step."""
-
-        def evaluate(self, context: Any = None) -> Any:
-            if self.meter is not None:
-                self.meter.step()
-            return super().evaluate(context)
-
     class Runner(InterpretedRunner):
         def evaluate(self, context: Any) -> Any:
             return self.metered(context, None)
@@ -380,33 +186,6 @@ def _single_descendant(tree: Any, data: str) -> Any:
             return None
         node = node.children[0]
     return None
-
-
-def _shared_positions(ast: Any) -> Any:
-    """The parse tree with one small lark `Meta` per source position, shared by the nodes that
-    start there, in place of lark's own per node (13 attributes in a dict, ~500 bytes: two
-    thirds of a compiled rule set's memory, ~6 MB of the shipped rules). celpy reads only
-    `line` and `column` of it (the place an evaluation error names)."""
-    from lark import Tree
-    from lark.tree import Meta
-
-    shared: dict[tuple[int, int], Meta] = {}
-    pending = [ast]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, Tree):
-            continue
-        pending.extend(node.children)
-        meta = node._meta
-        if meta is None or meta.empty:
-            continue
-        where = (meta.line, meta.column)
-        compact = shared.get(where)
-        if compact is None:
-            compact = shared[where] = Meta()  # type: ignore[no-untyped-call]
-            compact.empty, compact.line, compact.column = False, meta.line, meta.column
-        node._meta = compact
-    return ast
 
 
 def _reason(exc: Any) -> str:

@@ -15,13 +15,11 @@ rules read.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .budget import BudgetExceeded, exhausted
-from .cel_wire import shape, syntax
 from .errors import CompileFailure, EvalFailure
-from .model import Shape
-from .syntax import Node
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
 _BUDGET_WORDS = "Iteration budget exceeded"
@@ -37,26 +35,17 @@ class GoogleEngine:
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
         self._error_type = cel.Type.ERROR
 
-    def compile(self, text: str) -> tuple[Any, Shape]:
-        """(program, the shape of its syntax tree); CompileFailure with the line."""
+    def compile(self, text: str) -> Any:
+        """The program; CompileFailure with the line."""
         try:
-            program = self._env.compile(text, disable_check=True)
+            return self._env.compile(text, disable_check=True)
         except Exception as exc:  # the runtime raises its parser's status as a plain error
             message, offset = _parse_message(str(exc))
             raise CompileFailure(message, offset) from exc
-        return program, shape(program.serialize())
 
-    def syntax(self, text: str) -> Node:
-        """The syntax of `text` (which compiles), for the fact-path check."""
-        return syntax(self._env.compile(text, disable_check=True).serialize(), text)
-
-    # A scope's values are converted when first read and kept for its other expressions, a
-    # whole variable at a time: a GPU's scope cannot share the node's converted values, so
-    # it is given only what GPU rules read (`reads.prune`), not every check's facts again
-    # (~30 ms and 10 MB a GPU at 64 GPUs).
-    shares_scopes = False
-
-    def activation(self, values: dict[str, Any], base: Any | None = None) -> Any:
+    def activation(self, values: dict[str, Any]) -> Any:
+        """A scope: its values are converted when first read, a whole variable at a time,
+        and kept for its other expressions."""
         return self._env.Activation(values)
 
     def evaluate(self, program: Any, activation: Any, deadline: float | None) -> Any:
@@ -76,12 +65,7 @@ class GoogleEngine:
 def _parse_message(text: str) -> tuple[str, int]:
     """The runtime's parse error ("ERROR: <input>:2:5: Syntax error: ...") as its first
     message and the line offset within the expression."""
-    for line in text.splitlines():
-        line = line.strip()
-        where = line.find("ERROR: <input>:")
-        if where >= 0:
-            place, _, message = line[where + len("ERROR: <input>:") :].partition(": ")
-            row = place.split(":", 1)[0]
-            message = message.removesuffix(" [INVALID_ARGUMENT]") or line
-            return message, int(row) - 1 if row.isdigit() else 0
-    return (text.strip().splitlines() or ["syntax error"])[0], 0
+    found = re.search(r"ERROR: <input>:(\d+):\d+: (.+?)(?: \[INVALID_ARGUMENT\])?$", text, re.M)
+    if found is None:
+        return (text.strip().splitlines() or ["syntax error"])[0], 0
+    return found[2], int(found[1]) - 1

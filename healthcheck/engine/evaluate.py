@@ -23,7 +23,7 @@ from .budget import BudgetExceeded, passed
 from .cel import CelEnvironment, render_message
 from .errors import EvalFailure
 from .model import CompiledExpr, Profile, Rule, RuleSet
-from .reads import prune, reads_of
+from .reads import below, prune, reads_of
 
 PROFILE_REQUIREMENT = "profile"
 NOT_EVALUATED = "not evaluated: the run's deadline passed before this rule"
@@ -51,24 +51,18 @@ def evaluate_rules(
 ) -> list[Verdict]:
     """Every rule's verdicts; `deadline` (time.monotonic()) bounds the evaluation."""
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
-    # The node's values are made plain once (one conversion per value shared by several
-    # scopes: a pair is in the node's list and in both its GPUs'), cut to what the rules
-    # read, and converted for CEL once; each GPU's scope adds only `gpu`.
-    plain = Plain()
-    values = build_activation(results, profile, params, node or {})
-    node_reads = reads_of(e for r in ruleset.rules if r.scope == "node" for e in _exprs(r))
-    gpu_reads = reads_of(e for r in ruleset.rules if r.scope == "gpu" for e in _exprs(r))
-    # GPU scopes that extend the node's hold its values: those GPU rules read too.
-    shared = env.shares_scopes and gpu_reads != frozenset()
-    node_activation = env.node_scope(
-        plain(prune(values, _union(node_reads, gpu_reads) if shared else node_reads))
-    )
-    node_scope = Scope(node_activation, None)
-    for_gpus = {} if env.shares_scopes else plain(prune(values, gpu_reads))
-    gpu_only = _under(gpu_reads, "gpu")
+    # Nulls are dropped once, before the GPU records are made of the facts (a topology pair
+    # in the node's list and in both its GPUs' is one object). Each scope is cut to what its
+    # rules read and converted for CEL once: a GPU's scope holds its `gpu` and the node's
+    # values that GPU rules read (a whole check's facts converted again for each GPU had
+    # made 64 GPUs 13 s).
+    values = without_nulls(build_activation(results, profile, params, node or {}))
+    node_scope = Scope(env.activation(prune(values, reads_of(ruleset.rules, "node"))), None)
+    gpu_reads = reads_of(ruleset.rules, "gpu")
+    for_gpus, gpu_only = prune(values, gpu_reads), below(gpu_reads, "gpu")
     gpu_scopes = [
-        Scope(env.gpu_scope(node_activation, for_gpus, plain(prune(gpu, gpu_only))), _device(gpu))
-        for gpu in gpu_views(results)
+        Scope(env.activation({**for_gpus, "gpu": prune(gpu, gpu_only)}), _device(gpu))
+        for gpu in gpu_views(values["checks"])
     ]
     by_name = {r.name: r for r in results}
     verdicts: list[Verdict] = []
@@ -84,24 +78,6 @@ def evaluate_rules(
             scopes = [node_scope] if rule.scope == "node" else gpu_scopes
             verdicts.extend(_evaluate(rule, scopes, env, deadline))
     return verdicts
-
-
-def _union(
-    one: frozenset[tuple[str, ...]] | None, other: frozenset[tuple[str, ...]] | None
-) -> frozenset[tuple[str, ...]] | None:
-    return None if one is None or other is None else one | other
-
-
-def _under(reads: frozenset[tuple[str, ...]] | None, name: str) -> Any:
-    """The paths read below `name` (`gpu.nvlink.x` -> `nvlink.x`); None: anything."""
-    if reads is None or (name,) in reads:
-        return None
-    return frozenset(path[1:] for path in reads if len(path) > 1 and path[0] == name)
-
-
-def _exprs(rule: Rule) -> list[CompiledExpr]:
-    guard = [rule.guard] if rule.guard is not None else []
-    return [rule.when, *guard, *rule.placeholders]
 
 
 def build_activation(
@@ -144,102 +120,43 @@ def without_nulls(value: Any) -> Any:
     and reading one is an error; integers beyond CEL's int64 become doubles; subclasses of
     dict, list, str (a YAML mapping with its lines, an enum) their plain base; a string that
     is not valid Unicode (a lone surrogate from an undecodable byte) escaped."""
-    return Plain()(value)
+    kind = type(value)
+    if kind is float or kind is bool or (kind is str and value.isascii()):
+        return value  # most values of a node: as they are
+    if kind is int:
+        return value if -(2**63) <= value < 2**63 else float(value)
+    if isinstance(value, dict):
+        return {_unicode(k): without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [without_nulls(v) for v in value if v is not None]
+    if isinstance(value, bool):  # before int: a bool is an int
+        return bool(value)
+    if isinstance(value, int | float):
+        return without_nulls(int(value) if isinstance(value, int) else float(value))
+    return _unicode(value)
 
 
-class Plain:
-    """`without_nulls`, converting each dict or list once however often it is reached (the
-    node's pairs are also each GPU's): the result for an object is kept by its id while the
-    converter lives (one rule evaluation), the object kept alive with it."""
-
-    def __init__(self) -> None:
-        self._done: dict[int, tuple[Any, Any]] = {}
-
-    def __call__(self, value: Any) -> Any:
-        kind = type(value)
-        if kind is str:
-            return value if value.isascii() else _unicode(value)
-        if kind is int:
-            return value if _INT64_MIN <= value <= _INT64_MAX else float(value)
-        if kind is bool or kind is float:
-            return value
-        if isinstance(value, dict | list | tuple):
-            done = self._done.get(id(value))
-            if done is not None:
-                return done[1]
-            out: Any = self._dict(value) if isinstance(value, dict) else self._list(value)
-            self._done[id(value)] = (value, out)
-            return out
-        return self._other(value)
-
-    def _dict(self, value: dict[Any, Any]) -> dict[Any, Any]:
-        out: dict[Any, Any] = {}
-        low, high = _INT64_MIN, _INT64_MAX
-        for key, item in value.items():
-            kind = type(item)
-            if item is None:
-                continue
-            if not (type(key) is str and key.isascii()):
-                key = _key(key)
-            if (
-                kind is float
-                or kind is bool
-                or (kind is str and item.isascii())
-                or (kind is int and low <= item <= high)
-            ):
-                out[key] = item
-            else:
-                out[key] = self(item)
-        return out
-
-    def _list(self, value: list[Any] | tuple[Any, ...]) -> list[Any]:
-        return [self._item(v) for v in value if v is not None]
-
-    def _item(self, value: Any) -> Any:
-        """`self(value)` with the common plain values inline (most of a node's values)."""
-        kind = type(value)
-        if kind is str and value.isascii():
-            return value
-        if kind is float or kind is bool:
-            return value
-        if kind is int and _INT64_MIN <= value <= _INT64_MAX:
-            return value
-        return self(value)
-
-    def _other(self, value: Any) -> Any:
-        """A subclass of a plain type (bool first: it is an int) as its base."""
-        if isinstance(value, bool):
-            return bool(value)
-        if isinstance(value, int):
-            return self(int(value))
-        if isinstance(value, str):
-            return self(str(value))
-        if isinstance(value, float):
-            return float(value)
+def _unicode(value: Any) -> Any:
+    """A string as plain valid Unicode (a lone surrogate escaped); anything else as it is."""
+    if not isinstance(value, str):
         return value
-
-
-def _key(key: Any) -> Any:
-    return _unicode(str(key)) if isinstance(key, str) else key
-
-
-def _unicode(text: str) -> str:
+    value = str(value)
+    if value.isascii():
+        return value
     try:
-        text.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
-    """One record per GPU: each check's per-GPU entry for it, under the check name, joined by
-    the GPU's identity (PCI bus id, else UUID: `identity.gpu_identity`), never by list index.
-    A record that names its GPU only by UUID or index joins the GPU that a bus-id record gave
-    that UUID or index, when exactly one did. A second record of one check with an identity
-    already seen is left out (the runner made that check UNKNOWN, naming both).
+def gpu_views(checks: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per GPU (`checks`: the activation's, `build_activation`): each check's
+    per-GPU entry for it, under the check name, joined by the GPU's identity (PCI bus id,
+    else UUID: `identity.gpu_identity`), never by list index. A record that names its GPU
+    only by UUID or index joins the GPU that a bus-id record gave that UUID or index, when
+    exactly one did. A second record of one check with an identity already seen is left
+    out (the runner made that check UNKNOWN, naming both).
 
     Where the check's facts have `pairs` (records naming two GPUs as `a_index` and `b_index`,
     as topology's), each of its GPU records gets the pairs that name that GPU as `pairs`, in
@@ -248,19 +165,20 @@ def gpu_views(results: list[CheckResult]) -> list[dict[str, Any]]:
     """
     views: dict[str, dict[str, Any]] = {}
     weak: list[tuple[str, dict[str, Any]]] = []
-    for result in results:
+    for check, values in checks.items():
         mine: set[str] = set()
-        pairs = _pairs_by_gpu(result.facts.get("pairs"))
-        for entry in gpu_records(result.facts):
+        facts = values.get("facts") or {}
+        pairs = _pairs_by_gpu(facts.get("pairs"))
+        for entry in gpu_records(facts):
             identity = gpu_identity(entry)
             if identity is None or identity in mine:
                 continue
             mine.add(identity)
             entry = _with_pairs(entry, pairs)
             if identity.startswith("pci:"):
-                _join(views.setdefault(identity, {}), result.name, entry)
+                _join(views.setdefault(identity, {}), check, entry)
             else:
-                weak.append((result.name, entry))
+                weak.append((check, entry))
     for name, entry in weak:
         identity = gpu_identity(entry) or ""
         matches = [v for v in views.values() if _alias(v, identity)]

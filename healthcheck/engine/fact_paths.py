@@ -1,19 +1,19 @@
 """Check rule files against the declared facts: every fact path a rule reads, every `requires`.
 
-Each CEL expression of a rule (`when`, `guard`, the message's `{...}`) is parsed by the run's
-own engine into `syntax` nodes (`CelEnvironment.syntax`: the runtime dependencies alone,
-on every Python) and walked with the activation's schema (`fact_schema.activation`) beside
-it: a field read (`gpu.nvlink.links_reported`, `checks.topology.facts.pairs`), an index
-(`x["key"]`, `x[0]`), `has(...)` and the comprehension variables (`pairs.exists(p,
-p.on_nvlink)` reads `p` as an item of `pairs`; `.filter()` keeps the list, `.map()` makes a
-list of its values) follow the schema; a path the schema does not have is a problem on the
-expression's line. What a value computed by an operator or a function holds is not followed.
+Each CEL expression of a rule (`when`, `guard`, the message's `{...}`) is parsed into
+`syntax` nodes (`syntax.parse`, whichever engine is installed) and walked with the
+activation's schema (`fact_schema.activation`) beside it: a field read
+(`gpu.nvlink.links_reported`, `checks.topology.facts.pairs`), an index (`x["key"]`, `x[0]`),
+`has(...)` and the comprehension variables (`pairs.exists(p, p.on_nvlink)` reads `p` as an
+item of `pairs`; `.filter()` keeps the list, `.map()` makes a list of its values) follow the
+schema; a path the schema does not have is a problem on the expression's line. What a value
+computed by an operator or a function holds is not followed.
 Every name in `requires` must be a check that exists, or `profile`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from msgspec import Struct
@@ -22,14 +22,13 @@ from ..errors import RuleError
 from .evaluate import PROFILE_REQUIREMENT
 from .fact_schema import ANYTHING, Activation, Shape
 from .model import Rule
-from .syntax import Constant, Index, Loop, Name, Node, Select
+from .syntax import Constant, Index, Loop, Name, Node, Select, parse
 from .yaml_lines import LinedDict, LinedList, line_of, load_yaml, read_capped, value_line_of
 
 # Names CEL itself defines (type names: `type(x) == bool`).
 CEL_NAMES = frozenset(
     {"bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint"}
 )
-Parse = Callable[[str], Node]  # an expression's text (which compiles) to its syntax
 
 
 class Read(Struct, frozen=True):
@@ -47,12 +46,9 @@ class Problem(Struct, frozen=True):
     message: str
 
 
-def rule_file_problems(
-    path: Path, rules: Sequence[Rule], schema: Activation, parse: Parse
-) -> list[RuleError]:
+def rule_file_problems(path: Path, rules: Sequence[Rule], schema: Activation) -> list[RuleError]:
     """The fact paths and `requires` names of `rules` (`loader.load_rules([path])`, so every
-    expression already compiles; `parse`: the engine's `CelEnvironment.syntax`) that the
-    declarations do not have, with their lines."""
+    expression already compiles) that the declarations do not have, with their lines."""
     data = load_yaml(path)
     entries = data.get("rules") if isinstance(data, LinedDict) else None
     by_id = {
@@ -65,12 +61,12 @@ def rule_file_problems(
     for rule in rules:
         entry = by_id.get(rule.id)
         if entry is not None:
-            out.extend(_rule_problems(str(path), lines, rule, entry, schema, parse))
+            out.extend(_rule_problems(str(path), lines, rule, entry, schema))
     return out
 
 
 def _rule_problems(
-    file: str, lines: list[str], rule: Rule, entry: LinedDict, schema: Activation, parse: Parse
+    file: str, lines: list[str], rule: Rule, entry: LinedDict, schema: Activation
 ) -> list[RuleError]:
     out: list[RuleError] = []
     requires = entry.get("requires")
@@ -123,7 +119,7 @@ def source_line(lines: Sequence[str], first: int, text: str, offset: int) -> int
 
 
 def expression_problems(tree: Node, names: Mapping[str, Shape]) -> list[Problem]:
-    """The fact paths an expression's syntax (`CelEnvironment.syntax`) reads that `names`
+    """The fact paths an expression's syntax (`syntax.parse`) reads that `names`
     (the top-level names and their shapes) do not have, in the order written."""
     walker = _Walker()
     walker.read(tree, dict(names))
@@ -182,8 +178,6 @@ class _Walker:
             else:
                 item = step
         inner: dict[str, Shape | None] = {**scope, node.var: item}
-        if node.hidden:
-            inner[node.hidden] = None
         for part in node.parts:
             self.read(part, inner)
         mapped = self.read(node.mapped, inner) if node.mapped is not None else None
@@ -201,10 +195,3 @@ class _Walker:
             self.problems.append(Problem(at, f"{text}: {base.text} {step}"))
             return None
         return Read(step, text)
-
-
-def summary_of(schema: Activation) -> Sequence[str]:
-    """Notes for the validation's summary: what could not be checked."""
-    if not schema.unmodelled:
-        return []
-    return [f"facts of {', '.join(schema.unmodelled)} not checked (no facts model declared)"]

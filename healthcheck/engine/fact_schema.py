@@ -59,9 +59,6 @@ class Shape(Struct, frozen=True):
                 out.append(schema)
         return out
 
-    def is_anything(self) -> bool:
-        return any(_open(b) for b in self.branches()) or not self.branches()
-
     def member(self, name: str) -> Shape | str:
         """The field `name` here, or why there is none (a message naming what there is)."""
         found: list[Mapping[str, Any]] = []
@@ -247,14 +244,9 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
                 "findings": {"type": "array", "items": {"type": "string"}},
             }
         )
+    string = "string"
     finding = _closed(
-        {
-            "code": {"type": "string"},
-            "check": {"type": "string"},
-            "severity": {"type": "string"},
-            "gpu": {"type": "integer"},
-            "pci_bus_id": {"type": "string"},
-        }
+        _types(code=string, check=string, severity=string, gpu="integer", pci_bus_id=string)
     )
     node = _closed(
         {
@@ -265,15 +257,8 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
             "node": ANYTHING,
         }
     )
-    gpu = _closed(
-        {
-            "index": {"type": "integer"},
-            "pci_bus_id": {"type": "string"},
-            "name": {"type": "string"},
-            "uuid": {"type": "string"},
-            **per_gpu,
-        }
-    )
+    identity = _types(index="integer", pci_bus_id=string, name=string, uuid=string)
+    gpu = _closed({**identity, **per_gpu})
     return Activation(node, gpu, defs, tuple(per_check), tuple(unmodelled))
 
 
@@ -281,42 +266,34 @@ def _closed(properties: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": dict(properties), "additionalProperties": False}
 
 
-def _gpu_records(facts: Shape) -> list[Mapping[str, Any]]:
+def _types(**types: str) -> dict[str, Any]:
+    """Fields of the given JSON types, by name."""
+    return {name: {"type": kind} for name, kind in types.items()}
+
+
+def _gpu_records(facts: Shape) -> list[dict[str, Any]]:
     """The object schemas of the entries of `facts.gpus` / `facts.per_gpu` (entries that are
-    not records, such as topology's list of column names, make no GPU record)."""
-    records: list[Mapping[str, Any]] = []
-    for name in GPU_RECORD_LISTS:
-        field = facts.member(name)
-        if isinstance(field, str):
-            continue
-        items = field.items()
-        if isinstance(items, str):
-            continue
-        records.extend(
-            dict(b) for b in items.branches() if _kind(b) == "object" and "properties" in b
-        )
-    pairs = _pair_records(facts)
-    if pairs is not None:  # the engine joins them to each GPU record (`evaluate.gpu_views`)
-        records = [
-            {**r, "properties": {**r["properties"], "pairs": {"type": "array", "items": pairs}}}
-            for r in records
-        ]
+    not records, such as topology's list of column names, make no GPU record), each with the
+    `pairs` that name it (the engine joins them: `evaluate.gpu_views`)."""
+    records = [r for name in GPU_RECORD_LISTS for r in _records(facts, name) if "properties" in r]
+    pairs = [
+        r
+        for r in _records(facts, "pairs")
+        if {"a_index", "b_index"} <= set(r.get("properties", ()))
+    ]
+    if pairs:
+        listed = {"type": "array", "items": pairs[0]}
+        records = [{**r, "properties": {**r["properties"], "pairs": listed}} for r in records]
     return records
 
 
-def _pair_records(facts: Shape) -> Mapping[str, Any] | None:
-    """The object schema of `facts.pairs` entries that name two GPUs (`a_index`, `b_index`)."""
-    field = facts.member("pairs")
-    if isinstance(field, str):
-        return None
-    items = field.items()
+def _records(facts: Shape, name: str) -> list[dict[str, Any]]:
+    """The object schemas of the items of the list `facts.<name>` (none where there is none)."""
+    field = facts.member(name)
+    items = field if isinstance(field, str) else field.items()
     if isinstance(items, str):
-        return None
-    for branch in items.branches():
-        fields = set(branch.get("properties", {}))
-        if _kind(branch) == "object" and {"a_index", "b_index"} <= fields:
-            return dict(branch)
-    return None
+        return []
+    return [dict(b) for b in items.branches() if _kind(b) == "object"]
 
 
 def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:

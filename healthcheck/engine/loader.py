@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any, get_args
@@ -22,32 +22,19 @@ from .cel import CelEnvironment
 from .model import CompiledExpr, Profile, Rule, RuleSet, Scope
 from .yaml_lines import LinedDict, line_of, load_yaml, value_line_of
 
-RULE_KEYS = {
-    "id",
-    "scope",
-    "when",
-    "guard",
-    "severity",
-    "message",
-    "requires",
-    "action",
-    "action_category",
-    "source",
-    "layer",
-    "explains",
-    "description",
-}
+RULE_KEYS = frozenset(
+    "id scope when guard severity message requires action action_category source layer "
+    "explains description".split()
+)
 REQUIRED_RULE_KEYS = ("id", "when", "severity", "message")
-SEVERITIES = {"info", "warning", "critical"}
-ACTION_CATEGORIES = set(get_args(ActionCategoryName))
-
-
+# The keys that name one of a few values (all but severity may be left unset).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "scope": get_args(Scope),
+    "severity": ("info", "warning", "critical"),
+    "layer": tuple(layer.value for layer in Layer),
+    "action_category": get_args(ActionCategoryName),
+}
 RULES_GROUP = "sitscheck.rules"
-
-# A check of one compiled expression beyond what the engine checks (its syntax, length and
-# comprehensions): called with the expression, its file and line; raises RuleError. Where a
-# rule's fact paths are checked against the declared facts, that check is one of these.
-ExprCheck = Callable[[CompiledExpr, str, int], None]
 
 
 def builtin_rules_dir() -> Path:
@@ -95,14 +82,13 @@ def load_rules(
     files: list[Path],
     env: CelEnvironment | None = None,
     deadline: float | None = None,
-    expr_checks: Sequence[ExprCheck] = (),
     shipped: list[Path] | None = None,
 ) -> RuleSet:
     """Every rule of `files`, validated and compiled. Past `deadline` (time.monotonic())
     the rules left are kept uncompiled (their verdicts UNKNOWN, `evaluate.NOT_COMPILED`).
     `shipped`: `shipped_rules_dirs()`, where the caller has it."""
     env = env or CelEnvironment()
-    compiler = _Compiler(env, expr_checks, deadline)
+    late = False  # past the deadline: the rules left stay uncompiled
     rules: dict[str, Rule] = {}
     params: dict[str, Any] = {}
     site_params: dict[str, Any] = {}
@@ -132,7 +118,8 @@ def load_rules(
         if not isinstance(entries, list):
             raise RuleError(str(path), "`rules` must be a list", line_of(data, "rules"))
         for position, entry in enumerate(entries):
-            rule = _rule(compiler, path, entry, line_of(entries, position))
+            late = late or passed(deadline)
+            rule = _rule(None if late else env, path, entry, line_of(entries, position))
             rules[rule.id] = rule
             every_rule.append(rule)
     _refuse_unread_params(site_param_lines, params, every_rule)
@@ -160,37 +147,8 @@ def _refuse_unread_params(
             raise RuleError(path, f"param {key!r} is read by no rule{hint}", line)
 
 
-class _Compiler:
-    """Compiles a rule's expressions and runs the extra checks on each, until the deadline."""
-
-    def __init__(
-        self, env: CelEnvironment, checks: Sequence[ExprCheck], deadline: float | None
-    ) -> None:
-        self._env, self._checks, self._deadline = env, checks, deadline
-        self.late = False
-
-    def start_rule(self) -> None:
-        self.late = self.late or passed(self._deadline)
-
-    def expr(self, text: str, file: str, line: int) -> CompiledExpr:
-        if self.late:
-            return CompiledExpr(text, None)
-        compiled = self._env.compile(text, file, line)
-        for check in self._checks:
-            check(compiled, file, line)
-        return compiled
-
-    def placeholders(self, message: str, file: str, line: int) -> tuple[CompiledExpr, ...]:
-        if self.late:
-            return ()
-        found = self._env.placeholders(message, file, line)
-        for compiled in found:
-            for check in self._checks:
-                check(compiled, file, line)
-        return found
-
-
-def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:
+def _rule(env: CelEnvironment | None, path: Path, entry: Any, line: int) -> Rule:
+    """One rule, checked, its expressions compiled by `env` (None: left uncompiled)."""
     file = str(path)
     if not isinstance(entry, LinedDict):
         raise RuleError(file, "each rule is a mapping", line)
@@ -200,45 +158,33 @@ def _rule(compiler: _Compiler, path: Path, entry: Any, line: int) -> Rule:
     for key in REQUIRED_RULE_KEYS:
         if key not in entry:
             raise RuleError(file, f"rule is missing {key!r}", line)
-    rule_id = _text(entry, "id", file)
-    scope = entry.get("scope", "node")
-    if scope not in get_args(Scope):
-        raise RuleError(file, f"{rule_id}: scope must be node or gpu", line_of(entry, "scope"))
-    severity = entry["severity"]
-    if severity not in SEVERITIES:
-        raise RuleError(
-            file,
-            f"{rule_id}: severity must be one of {sorted(SEVERITIES)}",
-            line_of(entry, "severity"),
-        )
-    layer = entry.get("layer", "runtime")
-    if layer not in {item.value for item in Layer}:
-        raise RuleError(file, f"{rule_id}: unknown layer {layer!r}", line_of(entry, "layer"))
-    message = _text(entry, "message", file)
-    guard = entry.get("guard")
-    category: Any = entry.get("action_category")
-    if category is not None and category not in ACTION_CATEGORIES:
-        raise RuleError(
-            file,
-            f"{rule_id}: action_category must be one of {sorted(ACTION_CATEGORIES)}",
-            line_of(entry, "action_category"),
-        )
-    compiler.start_rule()
+    rule_id, message = _text(entry, "id", file), _text(entry, "message", file)
+    for key, allowed in CHOICES.items():
+        value = entry.get(key)
+        if (value is not None or key == "severity") and value not in allowed:
+            where = line_of(entry, key)
+            raise RuleError(file, f"{rule_id}: {key} must be one of {sorted(allowed)}", where)
+
+    def compiled(key: str) -> CompiledExpr:
+        text, where = _text(entry, key, file), value_line_of(entry, key)
+        return CompiledExpr(text, None) if env is None else env.compile(text, file, where)
+
+    where = value_line_of(entry, "message")
     return Rule(
         id=rule_id,
-        scope=scope,
-        when=compiler.expr(_text(entry, "when", file), file, value_line_of(entry, "when")),
-        guard=compiler.expr(str(guard), file, value_line_of(entry, "guard")) if guard else None,
-        severity=Severity(severity),
+        scope=entry.get("scope") or "node",
+        when=compiled("when"),
+        guard=compiled("guard") if entry.get("guard") else None,
+        severity=Severity(entry["severity"]),
         message=message,
-        placeholders=compiler.placeholders(message, file, value_line_of(entry, "message")),
+        placeholders=() if env is None else env.placeholders(message, file, where),
         file=file,
         line=line,
         requires=_names(entry, "requires", file),
         action=entry.get("action"),
-        action_category=category,
+        action_category=entry.get("action_category"),
         source=entry.get("source"),
-        layer=Layer(layer),
+        layer=Layer(entry.get("layer") or "runtime"),
         explains=_names(entry, "explains", file),
         description=entry.get("description"),
     )
@@ -271,8 +217,13 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
         for path in sorted(folder.glob("*.yaml")):
             data = load_yaml(path)
             if folder in site:  # a site's profile: an unknown key or a wrong type is refused
-                schema = schema or _profile_schema()
-                schema.check(str(path), data)
+                if schema is None:
+                    from ..contract.registry import discover
+                    from .profile_schema import ProfileSchema
+
+                    schema = ProfileSchema.of_checks(discover())
+                for problem in schema.problems(str(path), data):
+                    raise problem
             if not isinstance(data, dict) or not isinstance(data.get("name"), str):
                 raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
             params = data.get("params") or {}
@@ -284,12 +235,3 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
                 data["name"], str(path), merged, {**(base.params if base else {}), **params}
             )
     return profiles
-
-
-def _profile_schema() -> Any:
-    """The profile schema of the installed checks (`profile_schema`): read only where a site
-    profile is loaded."""
-    from ..contract.registry import discover
-    from .profile_schema import ProfileSchema
-
-    return ProfileSchema.of_checks(discover())

@@ -125,12 +125,6 @@ class ProfileSchema:
         self._mapping(file, data, self.keys, "", out)
         return out
 
-    def check(self, file: str, data: Any) -> None:
-        """Raise the first problem of a profile (as a run does for a site profile)."""
-        found = self.problems(file, data)
-        if found:
-            raise found[0]
-
     def _mapping(
         self,
         file: str,
@@ -140,38 +134,21 @@ class ProfileSchema:
         out: list[RuleError],
     ) -> None:
         for name, value in data.items():
-            dotted = f"{prefix}{name}"
-            spec = keys.get(name)
+            dotted, spec, line = f"{prefix}{name}", keys.get(name), value_line_of(data, name)
             if spec is None:
-                out.append(
-                    RuleError(file, self._unknown(dotted, keys, prefix), line_of(data, name))
-                )
+                message = self._unknown(dotted, keys, prefix)
+                out.append(RuleError(file, message, line_of(data, name)))
+            elif value is None:
                 continue
-            if value is None:
-                continue
-            line = value_line_of(data, name)
-            if spec.type == "object":
-                if not isinstance(value, dict):
-                    out.append(RuleError(file, _wrong(dotted, "a mapping", value), line))
-                elif spec.children:
-                    self._mapping(file, value, spec.children, f"{dotted}.", out)
-            elif spec.type.endswith("[]"):
-                self._list(file, dotted, spec.type[:-2], value, line, out)
             elif not _is(value, spec.type):
-                out.append(RuleError(file, _wrong(dotted, _article(spec.type), value), line))
-
-    def _list(
-        self, file: str, dotted: str, item: str, value: Any, line: int, out: list[RuleError]
-    ) -> None:
-        if not isinstance(value, list):
-            out.append(RuleError(file, _wrong(dotted, f"a list of {item}s", value), line))
-            return
-        for position, entry in enumerate(value):
-            if not _is(entry, item):
-                where = line_of(value, position, line)
-                out.append(
-                    RuleError(file, _wrong(f"{dotted}[{position}]", _article(item), entry), where)
-                )
+                out.append(RuleError(file, _wrong(dotted, spec.type, value), line))
+            elif spec.children:
+                self._mapping(file, value, spec.children, f"{dotted}.", out)
+            elif spec.type.endswith("[]"):
+                for position, item in enumerate(value):
+                    if not _is(item, spec.type[:-2]):
+                        message = _wrong(f"{dotted}[{position}]", spec.type[:-2], item)
+                        out.append(RuleError(file, message, line_of(value, position, line)))
 
     def _unknown(self, dotted: str, keys: Mapping[str, KeySpec], prefix: str) -> str:
         name = dotted[len(prefix) :]
@@ -194,19 +171,6 @@ class ProfileSchema:
 
     def json_text(self) -> str:
         return json.dumps(self.json_schema(), indent=2, sort_keys=True) + "\n"
-
-    def rows(self) -> list[tuple[str, str, str, str]]:
-        """(dotted key, type, owner, help) of every key, in name order."""
-        out: list[tuple[str, str, str, str]] = []
-
-        def walk(keys: Mapping[str, KeySpec], prefix: str) -> None:
-            for name in sorted(keys):
-                spec = keys[name]
-                out.append((prefix + name, spec.type, spec.owner, spec.help))
-                walk(spec.children, f"{prefix}{name}.")
-
-        walk(self.keys, "")
-        return out
 
 
 def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:
@@ -233,20 +197,19 @@ def _key_schema(spec: KeySpec) -> dict[str, Any]:
 
 
 def _is(value: Any, kind: str) -> bool:
+    if kind == "object" or kind.endswith("[]"):
+        return isinstance(value, dict if kind == "object" else list)
     if isinstance(value, bool):
         return kind == "boolean"
     return isinstance(value, SCALARS[kind])
 
 
-def _article(kind: str) -> str:
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
-
-
-def _wrong(dotted: str, wanted: str, value: Any) -> str:
-    if isinstance(value, dict):
-        shown = "a mapping"
-    elif isinstance(value, list):
-        shown = "a list"
+def _wrong(dotted: str, kind: str, value: Any) -> str:
+    if kind == "object":
+        wanted = "a mapping"
+    elif kind.endswith("[]"):
+        wanted = f"a list of {kind[:-2]}s"
     else:
-        shown = repr(value)
-    return f"profile key {dotted!r} must be {wanted}, not {shown}"
+        wanted = f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+    shown = "a mapping" if isinstance(value, dict) else "a list" if isinstance(value, list) else ""
+    return f"profile key {dotted!r} must be {wanted}, not {shown or repr(value)}"

@@ -13,17 +13,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .model import CompiledExpr, Path
+from .model import Path, Rule
 
 
-def reads_of(exprs: Iterable[CompiledExpr]) -> frozenset[Path] | None:
-    """Every path the expressions can read; None when one of them does not say."""
-    out: set[Path] = set()
-    for expr in exprs:
-        if expr.shape.reads is None:
-            return None
-        out |= expr.shape.reads
-    return frozenset(out)
+def reads_of(rules: Iterable[Rule], scope: str) -> frozenset[Path] | None:
+    """Every path the expressions of the rules of `scope` can read; None when one of them
+    does not say (an expression left uncompiled)."""
+    exprs = [e for r in rules if r.scope == scope for e in (r.when, r.guard, *r.placeholders) if e]
+    if any(expr.shape.reads is None for expr in exprs):
+        return None
+    return frozenset(path for expr in exprs for path in expr.shape.reads or ())
+
+
+def below(reads: frozenset[Path] | None, name: str) -> frozenset[Path] | None:
+    """The paths read below `name` (`gpu.nvlink.x` -> `nvlink.x`); None: anything."""
+    if reads is None or (name,) in reads:
+        return None
+    return frozenset(path[1:] for path in reads if len(path) > 1 and path[0] == name)
 
 
 def prune(values: dict[str, Any], reads: frozenset[Path] | None) -> dict[str, Any]:
@@ -31,27 +37,17 @@ def prune(values: dict[str, Any], reads: frozenset[Path] | None) -> dict[str, An
     value keeps the whole of that value; one that goes through a list keeps the list."""
     if reads is None:
         return values
-    tree: dict[str, Any] = {}
-    for path in sorted(reads, key=len):
-        node = tree
-        for part in path[:-1]:
-            below = node.setdefault(part, {})
-            if below is _WHOLE:
-                break
-            node = below
-        else:
-            node[path[-1]] = _WHOLE
-    return _cut(values, tree)
-
-
-_WHOLE: dict[str, Any] = {}
-
-
-def _cut(value: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, below in tree.items():
-        if key in value:
-            item = value[key]
-            whole = below is _WHOLE or not isinstance(item, dict)
-            out[key] = item if whole else _cut(item, below)
+    for path in reads:
+        source, target = values, out
+        for depth, key in enumerate(path):
+            if key not in source:
+                break
+            value = source[key]
+            if depth == len(path) - 1 or not isinstance(value, dict):
+                target[key] = value  # the whole value (a read of part of it may come later)
+                break
+            if target.get(key) is value:
+                break  # kept whole already
+            source, target = value, target.setdefault(key, {})
     return out

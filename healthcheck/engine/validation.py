@@ -9,6 +9,7 @@ file and line; one file's problems never hide another's.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,12 @@ def _profiles(folders: list[Path]) -> list[Path]:
 
 
 def validate(paths: list[Path]) -> Outcome:
+    from .cel import CelEnvironment
+    from .fact_paths import rule_file_problems
+
     rules, profiles = targets(paths)
     outcome = Outcome(rule_files=len(rules), profiles=len(profiles))
     declared = _Declared()
-    from .cel import CelEnvironment
-
     env = CelEnvironment()
     for path in rules:
         try:
@@ -72,9 +74,7 @@ def validate(paths: list[Path]) -> Outcome:
             outcome.problems.append(exc)
             continue
         outcome.rules += len(ruleset.rules)
-        from .fact_paths import rule_file_problems
-
-        problems = rule_file_problems(path, ruleset.rules, declared.activation(), env.syntax)
+        problems = rule_file_problems(path, ruleset.rules, declared.activation)
         outcome.problems.extend(problems)
     for path in profiles:
         try:
@@ -82,8 +82,10 @@ def validate(paths: list[Path]) -> Outcome:
         except RuleError as exc:
             outcome.problems.append(exc)
             continue
-        outcome.problems.extend(declared.profile().problems(str(path), data))
-    outcome.notes = declared.notes()
+        outcome.problems.extend(declared.profile.problems(str(path), data))
+    unmodelled = declared.activation.unmodelled if "activation" in vars(declared) else ()
+    if unmodelled:
+        outcome.notes = [f"facts of {', '.join(unmodelled)} not checked (no facts model declared)"]
     return outcome
 
 
@@ -91,35 +93,20 @@ class _Declared:
     """The checks' declarations, read when first needed (a file that does not even load needs
     none: no check or facts model is imported for it)."""
 
-    def __init__(self) -> None:
-        self._checks: list[Any] | None = None
-        self._profile: Any = None
-        self._activation: Any = None
-
+    @cached_property
     def checks(self) -> list[Any]:
-        if self._checks is None:
-            from ..contract.registry import discover
+        from ..contract.registry import discover
 
-            self._checks = list(discover())
-        return self._checks
+        return list(discover())
 
+    @cached_property
     def profile(self) -> Any:
-        if self._profile is None:
-            from .profile_schema import ProfileSchema
+        from .profile_schema import ProfileSchema
 
-            self._profile = ProfileSchema.of_checks(self.checks())
-        return self._profile
+        return ProfileSchema.of_checks(self.checks)
 
+    @cached_property
     def activation(self) -> Any:
-        if self._activation is None:
-            from .fact_schema import activation
+        from .fact_schema import activation
 
-            self._activation = activation(self.checks(), self.profile().json_schema())
-        return self._activation
-
-    def notes(self) -> list[str]:
-        if self._activation is None:
-            return []
-        from .fact_paths import summary_of
-
-        return list(summary_of(self._activation))
+        return activation(self.checks, self.profile.json_schema())

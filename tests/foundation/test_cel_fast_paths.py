@@ -17,7 +17,6 @@ import pytest
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
-from lark import Tree
 from sitscheck.engine.cel_celpy import CelpyEngine, _short_circuit_runner
 
 ATOMS = (
@@ -109,13 +108,10 @@ def test_the_right_operand_is_skipped_where_the_left_decides(text: str, value: b
         assert Spy.read == reads
 
 
-def test_compiled_trees_share_positions_and_errors_keep_theirs() -> None:
+def test_errors_keep_celpys_words_and_positions() -> None:
     env = CelpyEngine()
     text = "has(gpu.a) &&\n  gpu.a.b + gpu.a.c > params.limit"
-    program, _shape = env.compile(text)
-    nodes = list(program.ast.iter_subtrees())
-    metas = {id(node._meta) for node in nodes if isinstance(node, Tree)}
-    assert len(metas) < len(nodes) / 2
+    program = env.compile(text)
     standard = celpy.Environment()
     plain = standard.program(standard.compile(text))
     activation = json_to_cel({"gpu": {"a": {"b": 1}}, "params": {"limit": 0}})
@@ -128,12 +124,3 @@ def test_compiled_trees_share_positions_and_errors_keep_theirs() -> None:
         theirs.value.line,
         theirs.value.column,
     )
-
-
-def test_a_gpu_activation_shares_the_nodes_values() -> None:
-    env = CelpyEngine()
-    node = {"checks": {"driver": {"facts": {"gpu_count": 8}}}, "params": {"x": 1.5}}
-    gpu = {"index": 3, "driver": {"name": "H200"}}
-    shared = env.activation({"gpu": gpu}, env.activation(node))
-    assert shared == env.activation({**node, "gpu": gpu})
-    assert list(shared) == list(env.activation({**node, "gpu": gpu}))

@@ -13,11 +13,12 @@ import msgspec
 import pytest
 from sitscheck.checks.infiniband.facts import Settings
 from sitscheck.cli import app
-from sitscheck.config import build_config, load_site_config, run_config
+from sitscheck.config import run_config
 from sitscheck.contract.registry import discover, select
 from sitscheck.contract.settings import check_settings
 from sitscheck.daemon.state import _problem as state_problem
 from sitscheck.errors import ConfigError
+from sitscheck.site_config import build_config, load_site_config
 from sitscheck.sources.snapshot_schema import snapshot_problem
 from sitscheck.structs import Invalid, convert, json_schema
 from typer.testing import CliRunner

@@ -380,7 +380,7 @@ rules:
             "rules:\n  - id: a\n    scope: rack\n    when: 'true'\n    severity: warning\n"
             "    message: m\n",
             3,
-            "scope must be node or gpu",
+            "scope must be one of ['gpu', 'node']",
             id="bad-scope",
         ),
         pytest.param(

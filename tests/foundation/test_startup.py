@@ -77,6 +77,20 @@ def test_the_import_probe_sees_slow_modules(tmp_path: Path) -> None:
     assert {"celpy", "cel_expr_python"} & set(slow) and "yaml" in slow
 
 
+IDLE = Path(__file__).resolve().parents[1] / "bundles" / "h200x2-idle-v1"
+
+
+@pytest.mark.parametrize(
+    "argv", [["run", "--from", str(IDLE), "-o", "json=/dev/null"], ["rules", "validate"]]
+)
+def test_a_run_and_rules_validate_import_one_cel_engine(tmp_path: Path, argv: list[str]) -> None:
+    """At most one CEL implementation is imported by a run (issue 31 item 3): Google's where
+    its wheel is installed, else celpy; the other is only the differential tests' oracle."""
+    code, output, slow = imported(tmp_path, argv)
+    assert code in (0, 1, 2), output
+    assert len({m.split(".")[0] for m in slow} & {"celpy", "cel_expr_python"}) == 1, slow
+
+
 def test_checks_lists_every_registered_check(tmp_path: Path) -> None:
     _code, output, _slow = imported(tmp_path, ["checks"])
     listed = [line.split()[0] for line in output.splitlines() if line.strip()]

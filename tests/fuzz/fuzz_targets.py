@@ -25,7 +25,6 @@ from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_ae
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.checks.topology.parse import TopoParseError, parse_topo
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
-from sitscheck.config import load_site_config
 from sitscheck.contract.evidence import gather
 from sitscheck.contract.registry import discover
 from sitscheck.daemon.state import STATE_FILE, load_state
@@ -35,6 +34,7 @@ from sitscheck.errors import BundleError, ConfigError, RuleError
 from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.scan import declared_interests, scan_lines
+from sitscheck.site_config import load_site_config
 from sitscheck.smi.dmon import parse_dmon_result
 from sitscheck.smi.list_gpus import parse_list_gpus
 from sitscheck.smi.query_csv import parse_query_csv_result

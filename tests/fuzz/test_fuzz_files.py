@@ -20,7 +20,7 @@ import yaml
 from fuzz_targets import BUNDLE, CEL, rule_file, site_config, state_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sitscheck.config import RunConfig, build_config, load_site_config
+from sitscheck.config import RunConfig
 from sitscheck.contract.registry import discover, select
 from sitscheck.contract.runner import run_checks
 from sitscheck.daemon.state import DaemonState, load_state, save_state
@@ -28,6 +28,7 @@ from sitscheck.engine.evaluate import evaluate_rules
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import ConfigError, RuleError
 from sitscheck.models import CheckResult
+from sitscheck.site_config import build_config, load_site_config
 from sitscheck.sources.replay import ReplaySources
 
 EXAMPLES = int(os.environ.get("SITSCHECK_FUZZ_EXAMPLES", "150"))

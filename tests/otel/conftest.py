@@ -30,7 +30,7 @@ def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
 def replayed_report() -> Report:
     """The recorded 2×H200 bundle replayed through the real checks and rules."""
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import build_config
+    from sitscheck.site_config import build_config
 
     config = build_config({}, {"sample_seconds": 0}, "test")
     return execute(RunRequest(config, str(BUNDLE)))

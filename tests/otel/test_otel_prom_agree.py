@@ -59,7 +59,7 @@ def test_every_declared_metric_has_one_name_and_its_base_unit(check: str, spec: 
 
 def replay(bundle: Path) -> Report:
     from sitscheck.app import RunRequest, execute
-    from sitscheck.config import build_config
+    from sitscheck.site_config import build_config
 
     return execute(RunRequest(build_config({}, {"sample_seconds": 0}, "test"), str(bundle)))
 

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from otel_samples import TOKEN
-from sitscheck.config import OtlpSettings, RunConfig, build_config
+from sitscheck.config import OtlpSettings, RunConfig
 from sitscheck.errors import ConfigError
 from sitscheck.export.settings import ExportSettings, parse_target, resolve_settings
+from sitscheck.site_config import build_config
 
 
 def urls(got: ExportSettings) -> dict[str, str]:
@@ -359,7 +360,7 @@ def test_http_signal_urls_keep_the_base_path() -> None:
     ],
 )
 def test_a_yaml_error_on_the_header_line_does_not_print_the_line(text: str, tmp_path: Path) -> None:
-    from sitscheck.config import load_site_config
+    from sitscheck.site_config import load_site_config
 
     site = tmp_path / "config.yaml"
     site.write_text(text)

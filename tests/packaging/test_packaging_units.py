@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sitscheck.config import build_config, load_site_config
 from sitscheck.engine.loader import load_rules, rule_files
+from sitscheck.site_config import build_config, load_site_config
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "bundles" / "h200x2-idle-v0"

@@ -1,8 +1,8 @@
-"""The one-pass YAML loader gives what PyYAML's safe loader gives, with the composer's lines.
+"""The rule-file loader gives what PyYAML's safe loader gives, with the composer's lines.
 
-`engine.yaml_lines.load_yaml` builds rule and profile files from libyaml's event stream in one
-pass (issue 19: the files were parsed twice by the pure-Python loader). Its values must be
-`yaml.safe_load`'s and each key's line the one `yaml.compose` marks.
+`engine.yaml_lines.load_yaml` builds rule and profile files from the composed node graph (after
+checking the event stream). Its values must be `yaml.safe_load`'s and each key's line the one
+`yaml.compose` marks.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sitscheck.engine.yaml_lines import LinedDict, LinedList, load_yaml
+from sitscheck.engine.yaml_lines import LinedDict, LinedList, line_of, load_yaml
 
 SCALARS = st.one_of(
     st.none(),
@@ -53,7 +53,7 @@ def _key_lines(node: yaml.Node, out: list[tuple[str, int]]) -> None:
 def _our_key_lines(value: Any, out: list[tuple[str, int]]) -> None:
     if isinstance(value, LinedDict):
         for key, item in value.items():
-            out.append((key, value.key_lines[key]))
+            out.append((key, line_of(value, key)))
             _our_key_lines(item, out)
     elif isinstance(value, LinedList):
         for item in value:

@@ -342,8 +342,9 @@ def test_what_the_engine_builds_holds_only_declared_paths(
     gpu = Shape(schema.gpu, schema.defs)
     records = 0
     for source, results in outputs.items():
-        found = _undeclared(build_activation(results, None, {}, {}), node, "")
-        for view in gpu_views(results):
+        values = build_activation(results, None, {}, {})
+        found = _undeclared(values, node, "")
+        for view in gpu_views(values["checks"]):
             records += 1
             found.extend(_undeclared(view, gpu, "gpu"))
         assert not found, f"{source}: {found[:5]}"

@@ -1,47 +1,35 @@
 """`sitscheck rules validate`: the fact paths rules read and the checks they require.
 
-Expressions are parsed by the run's own CEL engine into `engine.syntax` nodes and walked with
-the schema of what the engine gives a rule (engine/fact_schema.py): each path must be
-declared by the checks' facts models (or be the engine's own: `gpu.index`,
-`checks.<check>.status`, `findings`, the profile's keys). Every case runs through each engine
-installed here (cel-expr-python and celpy, the test extras): both must find the same.
+Expressions are parsed into `engine.syntax` nodes (one parser, whichever CEL engine runs) and
+walked with the schema of what the engine gives a rule (engine/fact_schema.py): each path must
+be declared by the checks' facts models (or be the engine's own: `gpu.index`,
+`checks.<check>.status`, `findings`, the profile's keys).
 """
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from sitscheck.cli import app
 from sitscheck.contract import BaseCheck, Layer
 from sitscheck.contract.registry import discover
-from sitscheck.engine.cel import CELPY, GOOGLE, CelEnvironment
 from sitscheck.engine.fact_paths import expression_problems, source_line
 from sitscheck.engine.fact_schema import activation
 from sitscheck.engine.profile_schema import ProfileSchema
+from sitscheck.engine.syntax import parse
 from sitscheck.engine.validation import validate
 from typer.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = discover()
 SCHEMA = activation(CHECKS, ProfileSchema.of_checks(CHECKS).json_schema())
-ENGINES = {
-    name: CelEnvironment(name)
-    for name, module in ((GOOGLE, "cel_expr_python"), (CELPY, "celpy"))
-    if find_spec(module) is not None
-}
 # Shipped rules that read facts no check writes: each is refused until the check writes them.
 KNOWN_UNDECLARED: dict[str, set[str]] = {}
 
 
-@pytest.fixture(params=sorted(ENGINES))
-def engine(request: pytest.FixtureRequest) -> CelEnvironment:
-    return ENGINES[request.param]
-
-
-def problems(engine: CelEnvironment, expression: str, scope: str = "gpu") -> list[str]:
-    tree = engine.syntax(expression)
+def problems(expression: str, scope: str = "gpu") -> list[str]:
+    tree = parse(expression)
     return [p.message for p in expression_problems(tree, SCHEMA.names(scope))]
 
 
@@ -68,8 +56,8 @@ def problems(engine: CelEnvironment, expression: str, scope: str = "gpu") -> lis
         "checks.tensorrt.facts.logs.exists(t, t.precision_fallbacks.exists(p, p['from'] == 'X'))",
     ],
 )
-def test_declared_paths_pass(engine: CelEnvironment, expression: str) -> None:
-    assert problems(engine, expression) == []
+def test_declared_paths_pass(expression: str) -> None:
+    assert problems(expression) == []
 
 
 @pytest.mark.parametrize(
@@ -96,14 +84,14 @@ def test_declared_paths_pass(engine: CelEnvironment, expression: str) -> None:
         ("[gpu.nvlink.links_activ].all(n, n > 0)", "did you mean 'links_active'"),
     ],
 )
-def test_undeclared_paths_are_refused(engine: CelEnvironment, expression: str, words: str) -> None:
-    found = problems(engine, expression)
+def test_undeclared_paths_are_refused(expression: str, words: str) -> None:
+    found = problems(expression)
     assert len(found) == 1 and words in found[0], found
 
 
-def test_gpu_is_not_a_name_in_a_node_rule(engine: CelEnvironment) -> None:
-    assert problems(engine, "gpu.index == 0", scope="gpu") == []
-    found = problems(engine, "gpu.index == 0", scope="node")
+def test_gpu_is_not_a_name_in_a_node_rule() -> None:
+    assert problems("gpu.index == 0", scope="gpu") == []
+    found = problems("gpu.index == 0", scope="node")
     assert len(found) == 1 and found[0].startswith("gpu: no such name here"), found
 
 
@@ -116,16 +104,12 @@ def test_gpu_is_not_a_name_in_a_node_rule(engine: CelEnvironment) -> None:
         ("gpu.index > 0 &&\n  chekcs.driver.status == 'ok'", "chekcs"),
     ],
 )
-def test_each_path_is_found_where_it_is_in_the_expression(
-    engine: CelEnvironment, text: str, wrong: str
-) -> None:
-    found = expression_problems(engine.syntax(text), SCHEMA.names("gpu"))
+def test_each_path_is_found_where_it_is_in_the_expression(text: str, wrong: str) -> None:
+    found = expression_problems(parse(text), SCHEMA.names("gpu"))
     assert [p.at for p in found] == [text.index(wrong)]
 
 
-def test_a_check_without_a_facts_model_is_not_checked_below_its_name(
-    engine: CelEnvironment,
-) -> None:
+def test_a_check_without_a_facts_model_is_not_checked_below_its_name() -> None:
     class LoadAverage(BaseCheck):
         name = "loadavg"
         summary = "load average"
@@ -134,9 +118,9 @@ def test_a_check_without_a_facts_model_is_not_checked_below_its_name(
     schema = activation([*CHECKS, LoadAverage()], {"type": "object"})
     assert schema.unmodelled == ("loadavg",)
     for expression in ("checks.loadavg.facts.anything.deeper > 1", "gpu.loadavg.x > 1"):
-        tree = engine.syntax(expression)
+        tree = parse(expression)
         assert expression_problems(tree, schema.names("gpu")) == []
-    tree = engine.syntax("checks.loadavgg.facts.x > 1")
+    tree = parse("checks.loadavgg.facts.x > 1")
     assert len(expression_problems(tree, schema.names("gpu"))) == 1
 
 
@@ -217,28 +201,3 @@ def test_the_shipped_rule_files_read_only_declared_facts() -> None:
         rule = problem.detail.split(": ")[0].removeprefix("rule ")
         undeclared.setdefault(rule, set()).add(problem.detail.split(": ")[2])
     assert undeclared == KNOWN_UNDECLARED
-
-
-@pytest.mark.skipif(len(ENGINES) < 2, reason="needs both CEL engines (the test extras)")
-def test_both_engines_find_the_same_problems_in_every_shipped_expression() -> None:
-    """Every expression of the shipped rules, against a schema where each name holds an
-    object with no fields (so each first field read is a problem) and against the declared
-    facts: the two engines' syntax gives the same problems on the same lines."""
-    from sitscheck.engine.fact_schema import Shape
-    from sitscheck.engine.loader import load_rules, rule_files
-
-    texts = set()
-    for rule in load_rules(rule_files([])).rules:
-        texts.update(e.text for e in (rule.when, rule.guard, *rule.placeholders) if e)
-    closed = Shape({"type": "object", "properties": {}, "additionalProperties": False}, {})
-    schemas = [SCHEMA.names("gpu"), {name: closed for name in SCHEMA.names("gpu")}]
-    found: dict[str, list[tuple[int, str]]] = {}
-    for name, engine in ENGINES.items():
-        found[name] = [
-            (text[: p.at].count("\n"), p.message)
-            for text in sorted(texts)
-            for names in schemas
-            for p in expression_problems(engine.syntax(text), names)
-        ]
-    assert len(texts) > 200 and len(found[GOOGLE]) > 200
-    assert found[GOOGLE] == found[CELPY]

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 CHILD = """\
+import importlib.util
 import sys
 from importlib.abc import MetaPathFinder
 
@@ -42,6 +43,12 @@ class Block(MetaPathFinder):
 
 
 sys.meta_path.insert(0, Block())
+# A probe (importlib.util.find_spec) finds a blocked module absent, as an install without it
+# does: it is no import.
+probe = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: (
+    None if name.partition(".")[0] in BLOCKED else probe(name, package)
+)
 from sitscheck.cli import main
 
 sys.argv = ["sitscheck", *sys.argv[2:]]
