@@ -208,13 +208,11 @@ def _with_pairs(entry: dict[str, Any], pairs: dict[int, list[Any]] | None) -> di
 def _pairs_by_gpu(pairs: Any) -> dict[int, list[Any]] | None:
     if not isinstance(pairs, list):
         return None
+    # pairs of other records (bandwidth's) name no two GPUs: no join
+    named = [p for p in pairs if isinstance(p, dict) and {"a_index", "b_index"} <= set(p)]
     out: dict[int, list[Any]] = {}
-    named = False  # pairs of other records (bandwidth's) name no two GPUs: no join
-    for pair in pairs:
-        if not isinstance(pair, dict) or "a_index" not in pair or "b_index" not in pair:
-            continue
-        named = True
-        for index in {pair.get("a_index"), pair.get("b_index")}:
+    for pair in named:
+        for index in {pair["a_index"], pair["b_index"]}:
             if isinstance(index, int) and not isinstance(index, bool):
                 out.setdefault(index, []).append(pair)
     return out if named else None
@@ -284,10 +282,9 @@ def _value(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: floa
 
 def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float | None) -> str:
     try:
-        value = _value(expr, scope, env, deadline)
+        return _shown(_value(expr, scope, env, deadline))
     except _Missing:
         return "?"
-    return _shown(value)
 
 
 def _shown(value: Any) -> str:
