@@ -15,7 +15,7 @@ from importlib.util import find_spec
 from typing import Any, Protocol
 
 from ..errors import RuleError
-from .errors import CompileFailure
+from .errors import CompileFailure, first_line
 from .model import CompiledExpr, Shape
 from .syntax import parse, shape_of
 
@@ -84,7 +84,7 @@ class CelEnvironment:
             raise RuleError(
                 file,
                 f"{shape.comprehensions} comprehensions in one expression (at most "
-                f"{MAX_COMPREHENSIONS}): {_first_line(text)!r}",
+                f"{MAX_COMPREHENSIONS}): {first_line(text, '')[:80]!r}",
                 line,
             )
         return CompiledExpr(text, program, shape)
@@ -105,7 +105,3 @@ class CelEnvironment:
 def render_message(template: str, values: list[str]) -> str:
     it = iter(values)
     return _PLACEHOLDER.sub(lambda _m: next(it, "?"), template)
-
-
-def _first_line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0][:80]

@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from .budget import Meter
-from .errors import CompileFailure, EvalFailure
+from .errors import CompileFailure, EvalFailure, first_line
 
 
 class CelpyEngine:
@@ -34,7 +34,7 @@ class CelpyEngine:
         try:
             return self._env.program(self._env.compile(text))
         except self._parse_error as exc:
-            raise CompileFailure(_first_line(exc), (exc.line or 1) - 1) from exc
+            raise CompileFailure(first_line(str(exc)), (exc.line or 1) - 1) from exc
 
     def activation(self, values: dict[str, Any]) -> Any:
         """Plain values as CEL ones."""
@@ -106,16 +106,14 @@ def _short_circuit_runner() -> type[Any] | None:
             return super().evaluate(context)
 
         def conditionaland(self, tree: Tree[Any]) -> Any:
-            if len(tree.children) != 2:
-                return super().conditionaland(tree)
-            return self._logical(tree, "_&&_", decided_by=False)
+            return self._logical(tree, "_&&_", False, super().conditionaland)
 
         def conditionalor(self, tree: Tree[Any]) -> Any:
-            if len(tree.children) != 2:
-                return super().conditionalor(tree)
-            return self._logical(tree, "_||_", decided_by=True)
+            return self._logical(tree, "_||_", True, super().conditionalor)
 
-        def _logical(self, tree: Tree[Any], operator: str, decided_by: bool) -> Any:
+        def _logical(self, tree: Tree[Any], operator: str, decided_by: bool, other: Any) -> Any:
+            if len(tree.children) != 2:  # not `a && b`: celpy's own
+                return other(tree)
             left = self._operand(tree.children[0])
             if isinstance(left, BoolType) and bool(left) is decided_by:
                 return left
@@ -191,7 +189,3 @@ def _single_descendant(tree: Any, data: str) -> Any:
 def _reason(exc: Any) -> str:
     args = getattr(exc, "args", ())
     return str(args[0]) if args else str(exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or ["syntax error"])[0]

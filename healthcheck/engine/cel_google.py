@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from .budget import BudgetExceeded, exhausted
-from .errors import CompileFailure, EvalFailure
+from .errors import CompileFailure, EvalFailure, first_line
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
 _BUDGET_WORDS = "Iteration budget exceeded"
@@ -67,5 +67,5 @@ def _parse_message(text: str) -> tuple[str, int]:
     message and the line offset within the expression."""
     found = re.search(r"ERROR: <input>:(\d+):\d+: (.+?)(?: \[INVALID_ARGUMENT\])?$", text, re.M)
     if found is None:
-        return (text.strip().splitlines() or ["syntax error"])[0], 0
+        return first_line(text), 0
     return found[2], int(found[1]) - 1

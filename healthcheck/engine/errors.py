@@ -12,5 +12,10 @@ class CompileFailure(Exception):
         self.line_offset = line_offset
 
 
+def first_line(text: str, default: str = "syntax error") -> str:
+    """An engine's message cut to its first line with text on it."""
+    return (text.strip().splitlines() or [default])[0]
+
+
 class EvalFailure(Exception):
     """A CEL error value or a failed evaluation (a missing key, no such overload, ...)."""

@@ -129,25 +129,16 @@ def without_nulls(value: Any) -> Any:
         return {_unicode(k): without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list | tuple):
         return [without_nulls(v) for v in value if v is not None]
-    if isinstance(value, bool):  # before int: a bool is an int
-        return bool(value)
-    if isinstance(value, int | float):
+    if isinstance(value, int | float):  # an IntEnum (bool cannot be subclassed)
         return without_nulls(int(value) if isinstance(value, int) else float(value))
     return _unicode(value)
 
 
 def _unicode(value: Any) -> Any:
     """A string as plain valid Unicode (a lone surrogate escaped); anything else as it is."""
-    if not isinstance(value, str):
+    if not isinstance(value, str) or (type(value) is str and value.isascii()):
         return value
-    value = str(value)
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def gpu_views(checks: dict[str, Any]) -> list[dict[str, Any]]:
@@ -217,13 +208,11 @@ def _with_pairs(entry: dict[str, Any], pairs: dict[int, list[Any]] | None) -> di
 def _pairs_by_gpu(pairs: Any) -> dict[int, list[Any]] | None:
     if not isinstance(pairs, list):
         return None
+    # pairs of other records (bandwidth's) name no two GPUs: no join
+    named = [p for p in pairs if isinstance(p, dict) and {"a_index", "b_index"} <= set(p)]
     out: dict[int, list[Any]] = {}
-    named = False  # pairs of other records (bandwidth's) name no two GPUs: no join
-    for pair in pairs:
-        if not isinstance(pair, dict) or "a_index" not in pair or "b_index" not in pair:
-            continue
-        named = True
-        for index in {pair.get("a_index"), pair.get("b_index")}:
+    for pair in named:
+        for index in {pair["a_index"], pair["b_index"]}:
             if isinstance(index, int) and not isinstance(index, bool):
                 out.setdefault(index, []).append(pair)
     return out if named else None
@@ -293,10 +282,9 @@ def _value(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: floa
 
 def _text(expr: CompiledExpr, scope: Scope, env: CelEnvironment, deadline: float | None) -> str:
     try:
-        value = _value(expr, scope, env, deadline)
+        return _shown(_value(expr, scope, env, deadline))
     except _Missing:
         return "?"
-    return _shown(value)
 
 
 def _shown(value: Any) -> str:
@@ -316,16 +304,15 @@ def _verdict(
     message: str | None = None,
     reason: str | None = None,
 ) -> Verdict:
+    alarm = status in (Status.WARNING, Status.CRITICAL)
     return Verdict(
         rule=rule.id,
         status=status,
         message=message or (rule.description or rule.id).strip().splitlines()[0],
         layer=rule.layer,
         device=device,
-        action=rule.action if status in (Status.WARNING, Status.CRITICAL) else None,
-        action_category=(
-            rule.action_category if status in (Status.WARNING, Status.CRITICAL) else None
-        ),
+        action=rule.action if alarm else None,
+        action_category=rule.action_category if alarm else None,
         source=rule.source,
         explains=list(rule.explains),
         reason=reason,

@@ -20,6 +20,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
 from ..contract.declarations import declaration_of, resolve
@@ -39,8 +40,8 @@ class Shape(Struct, frozen=True):
     defs: Mapping[str, Any]
 
     def branches(self) -> list[Mapping[str, Any]]:
-        """The schemas a value here may have: `$ref`s followed, `anyOf`/`oneOf`/`allOf` of one
-        opened, null left out (an absent or null value is the evaluation's business)."""
+        """The schemas a value here may have: `$ref`s followed, `anyOf` opened, null left out
+        (an absent or null value is the evaluation's business)."""
         out: list[Mapping[str, Any]] = []
         pending: list[Mapping[str, Any]] = [self.schema]
         while pending and len(out) < 64:
@@ -49,9 +50,7 @@ class Shape(Struct, frozen=True):
             if isinstance(ref, str):
                 pending.insert(0, self.defs.get(ref.rpartition("/")[2], ANYTHING))
                 continue
-            alternatives = schema.get("anyOf") or schema.get("oneOf")
-            if alternatives is None and len(schema.get("allOf") or ()) == 1:
-                alternatives = schema["allOf"]
+            alternatives = schema.get("anyOf")  # msgspec's unions and Optionals
             if isinstance(alternatives, list):
                 pending[:0] = alternatives
                 continue
@@ -65,18 +64,16 @@ class Shape(Struct, frozen=True):
         known: list[str] = []
         kinds: list[str] = []
         for branch in self.branches():
-            if _open(branch):
-                return Shape(ANYTHING, self.defs)
             properties = branch.get("properties") or {}
             extra = branch.get("additionalProperties", True)
             if name in properties:
                 found.append(properties[name])
             elif isinstance(extra, Mapping):
                 found.append(extra)
+            elif _open(branch) or (_kind(branch) == "object" and extra is not False):
+                return Shape(ANYTHING, self.defs)
             elif _kind(branch) != "object":
                 kinds.append(_kind(branch))
-            elif extra is not False:
-                return Shape(ANYTHING, self.defs)
             else:
                 known.extend(properties)
         if found:
@@ -141,11 +138,7 @@ def _kind(schema: Mapping[str, Any]) -> str:
     kind = schema.get("type")
     if isinstance(kind, list):  # ["integer", "null"]: null is the evaluation's business
         kind = next((k for k in kind if k != "null"), None)
-    if isinstance(kind, str):
-        return kind
-    if "properties" in schema or "additionalProperties" in schema:
-        return "object"
-    return "value"
+    return kind if isinstance(kind, str) else "value"  # msgspec's schemas name every type
 
 
 def _article(kind: str) -> str:
@@ -223,24 +216,26 @@ def activation(checks: Iterable[Any], profile: Mapping[str, Any]) -> Activation:
     per_gpu: dict[str, Any] = {}
     unmodelled: list[str] = []
     for check in checks:
-        schema = facts_schema(check) if hasattr(check, "layer") else None
-        if schema is None:
+        loaded = hasattr(check, "layer")  # a BrokenCheck's facts and metrics read as anything
+        model = facts_model(check) if loaded else None
+        if model is None:
             unmodelled.append(check.name)
             facts: Mapping[str, Any] = ANYTHING
             per_gpu[check.name] = ANYTHING
-        else:
-            facts = _renamed(schema, check.name, defs)
+        else:  # the model's `$defs` join the document's as `<check>.<name>`
+            template = f"#/$defs/{check.name}.{{name}}"
+            (facts,), own = msgspec.json.schema_components((model,), ref_template=template)
+            defs.update((f"{check.name}.{name}", body) for name, body in own.items())
             records = _gpu_records(Shape(facts, defs))
             if records:
                 per_gpu[check.name] = records[0] if len(records) == 1 else {"anyOf": records}
-        metrics = [m.name for m in declaration_of(check).metrics] if hasattr(check, "layer") else []
+        names = [m.name for m in declaration_of(check).metrics] if loaded else []
+        metrics = _closed(_types(**dict.fromkeys(names, "number"))) if loaded else ANYTHING
         per_check[check.name] = _closed(
             {
                 "status": {"type": "string"},
                 "facts": facts,
-                "metrics": _closed({name: {"type": "number"} for name in metrics})
-                if hasattr(check, "layer")
-                else ANYTHING,
+                "metrics": metrics,
                 "findings": {"type": "array", "items": {"type": "string"}},
             }
         )
@@ -294,25 +289,3 @@ def _records(facts: Shape, name: str) -> list[dict[str, Any]]:
     if isinstance(items, str):
         return []
     return [dict(b) for b in items.branches() if _kind(b) == "object"]
-
-
-def _renamed(schema: Mapping[str, Any], check: str, defs: dict[str, Any]) -> dict[str, Any]:
-    """`schema` without its `$defs`, which join `defs` as `<check>.<name>` (refs rewritten)."""
-    own = schema.get("$defs") or {}
-    names = {name: f"{check}.{name}" for name in own}
-
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, dict):
-            out = {k: rewrite(v) for k, v in node.items() if k != "$defs"}
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.rpartition("/")[2] in names:
-                out["$ref"] = f"#/$defs/{names[ref.rpartition('/')[2]]}"
-            return out
-        if isinstance(node, list):
-            return [rewrite(v) for v in node]
-        return node
-
-    for name, body in own.items():
-        defs[names[name]] = rewrite(body)
-    result: dict[str, Any] = rewrite(schema)
-    return result

@@ -50,13 +50,11 @@ def shipped_rules_dirs() -> list[Path]:
 
     folders = [builtin_rules_dir()]
     for entry in sorted(entry_points(RULES_GROUP), key=lambda e: e.name):
-        if entry.value == "sitscheck.rules":
-            continue  # sitscheck's own, first above
         try:
             folder = Path(str(resources.files(entry.value.partition(":")[0])))
         except (ModuleNotFoundError, TypeError, ValueError) as exc:
             raise RuleError(entry.value, f"rule package of plugin {entry.name}: {exc}", 1) from exc
-        if folder.resolve() not in {f.resolve() for f in folders}:
+        if folder.resolve() not in {f.resolve() for f in folders}:  # sitscheck's own: first
             folders.append(folder)
     return folders
 

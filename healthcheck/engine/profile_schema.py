@@ -51,7 +51,6 @@ SCALARS: Mapping[str, tuple[type, ...]] = {
     "boolean": (bool,),
 }
 TYPES = (*SCALARS, "object", *(f"{name}[]" for name in SCALARS))
-_JSON_TYPES = {"number": "number", "integer": "integer", "string": "string", "boolean": "boolean"}
 
 
 class KeySpec(Struct):
@@ -187,9 +186,9 @@ def _key_schema(spec: KeySpec) -> dict[str, Any]:
     if spec.type == "object":
         schema = _object(spec.children) if spec.children else {"type": "object"}
     elif spec.type.endswith("[]"):
-        schema = {"type": "array", "items": {"type": _JSON_TYPES[spec.type[:-2]]}}
+        schema = {"type": "array", "items": {"type": spec.type[:-2]}}
     else:
-        schema = {"type": _JSON_TYPES[spec.type]}
+        schema = {"type": spec.type}  # the scalar types are named as JSON Schema names them
     schema["type"] = [schema["type"], "null"]
     if spec.help:
         schema["description"] = f"{spec.help} ({spec.owner})"

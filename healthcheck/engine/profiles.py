@@ -24,7 +24,7 @@ def select_profile(
             known = ", ".join(sorted(profiles)) or "none"
             raise ConfigError(f"no such profile {requested!r} (known: {known})")
         return profiles[requested]
-    gpus = [g for g in _gpus(results) if _answers(g) or _identified(g)]
+    gpus = [g for g in _gpus(results) if _judged(g)]
     if not gpus:
         return None
     for profile in profiles.values():
@@ -46,12 +46,9 @@ def matches(profile: dict[str, Any], gpu: dict[str, Any]) -> bool:
     return any(re.search(pattern, name, re.IGNORECASE) for pattern in match.get("names") or [])
 
 
-def _answers(gpu: dict[str, Any]) -> bool:
-    return bool(gpu.get("state", "ok") == "ok")
-
-
-def _identified(gpu: dict[str, Any]) -> bool:
-    return bool(gpu.get("pci_device_id") or gpu.get("name"))
+def _judged(gpu: dict[str, Any]) -> bool:
+    """A GPU that answers, or one whose identity is still known."""
+    return gpu.get("state", "ok") == "ok" or bool(gpu.get("pci_device_id") or gpu.get("name"))
 
 
 def _gpus(results: list[CheckResult]) -> list[dict[str, Any]]:

@@ -41,9 +41,11 @@ _BINDING.update(dict.fromkeys(("<", "<=", ">=", ">", "==", "!=", "in"), 3))
 
 class Node(Struct, frozen=True):
     """A part of an expression whose value is computed (an operator, a function, a list or map
-    built in the expression, a literal): only its `parts` are read."""
+    built in the expression, a literal): only its `parts` are read. `at`: where a read is in
+    the text (a name's, a selected field's, an index's key, a macro's name)."""
 
     parts: tuple[Node, ...] = ()
+    at: int = 0
 
 
 class Name(Node, frozen=True):
@@ -51,15 +53,13 @@ class Name(Node, frozen=True):
     written `.name`, from the root of the namespace."""
 
     name: str = ""
-    at: int = 0
 
 
 class Select(Node, frozen=True):
-    """`operand.field` (and `has(operand.field)`); `at` is the field's."""
+    """`operand.field` (and `has(operand.field)`)."""
 
     operand: Node = Node()
     field: str = ""
-    at: int = 0
 
 
 class Constant(Node, frozen=True):
@@ -69,22 +69,20 @@ class Constant(Node, frozen=True):
 
 
 class Index(Node, frozen=True):
-    """`operand[key]`; `at` is the key's."""
+    """`operand[key]`."""
 
     operand: Node = Node()
     key: Node = Node()
-    at: int = 0
 
 
 class Loop(Node, frozen=True):
     """A comprehension macro: `over.<macro>(var, ...)`. `parts` are read with `var` bound to
-    an item of `over`; `mapped`: what `map` makes each item into; `at`: the macro's name."""
+    an item of `over`; `mapped`: what `map` makes each item into."""
 
     macro: str = ""
     var: str = ""
     over: Node = Node()
     mapped: Node | None = None
-    at: int = 0
 
 
 def parse(text: str) -> Node:
@@ -224,7 +222,7 @@ def _call(over: Node, method: str, at: int, arguments: list[Node]) -> Node:
     variable = arguments[0] if arguments else None
     if method in COMPREHENSIONS and isinstance(variable, Name) and len(arguments) in arity:
         mapped = arguments.pop() if method == "map" else None
-        return Loop(tuple(arguments[1:]), method, variable.name, over, mapped, at)
+        return Loop(tuple(arguments[1:]), at, method, variable.name, over, mapped)
     return Node((over, *arguments))
 
 
