@@ -1,8 +1,8 @@
 """Run a command as a child and measure it: wall time, CPU time and peak RSS.
 
 Peak RSS is that of the command's own processes together: the command and those of its
-children that run the same program (sitscheck's kernel-log pre-filter worker,
-`kernlog.prefilter_pipe`, is the interpreter started again). wait4 gives only the largest of
+children that run the same program (sitscheck's Python children, such as the `--load` probe,
+are the interpreter started again: `sources.child_python`). wait4 gives only the largest of
 the whole tree (the kernel keeps no sum), so the sum is also sampled while it runs
 (`TreeSampler`, from /proc, every few milliseconds) and the larger of the two is taken. The
 commands it runs (nvidia-smi, dmesg) are other programs' memory, not counted in the sum. The

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Literal
 
 from msgspec import Struct
-from sitscheck.kernlog.chunks import Anchor
+from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
@@ -289,7 +289,7 @@ def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
 
     handler = AerLines(keep)
     for line in lines:
-        handler.feed(line)
+        handler.feed(line.body, line.time)
     handler.finish()
     return [found[index] for index in sorted(found)]
 
@@ -327,11 +327,8 @@ class AerLines:
         self._lane: _Lane | None = None
         self._alone: dict[tuple[_Line, ...], tuple[AerEvent, ...] | None] = {}
 
-    def feed(self, line: KernelLine) -> None:
-        self.feed_text(line.body, line.time)
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
+    def feed(self, body: str, time: str | None) -> None:
+        """A line's message and time (`KernelLine.body`, `.time`)."""
         said = self._said.get(body)
         if said is None:
             said = self._state.remember(body)

@@ -19,7 +19,7 @@ FILLER = "EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro"
 class LineByLine(AerLines):
     """The reference: every line applied as it comes, no lane."""
 
-    def feed_text(self, body: str, time: str | None) -> None:
+    def feed(self, body: str, time: str | None) -> None:
         said = self._said.get(body)
         if said is None:
             said = self._state.remember(body)
@@ -30,7 +30,7 @@ def events_of(handler_type: type[AerLines], raw: list[str]) -> list[tuple[int, A
     got: list[tuple[int, AerEvent]] = []
     handler = handler_type(lambda index, event, time: got.append((index, event.at(time))))
     for line in iter_kernel_lines(raw):
-        handler.feed_text(line.body, line.time)
+        handler.feed(line.body, line.time)
     handler.finish()
     return sorted(got, key=lambda pair: pair[0])
 
@@ -97,6 +97,6 @@ def test_a_storm_of_one_report_is_read_at_once_with_each_reports_own_time() -> N
     assert {event.device for _, event in lanes} == set(DEVICES[:2])
     read = AerLines(lambda index, event, time: None)
     for line in iter_kernel_lines(raw):
-        read.feed_text(line.body, line.time)
+        read.feed(line.body, line.time)
     # each device's report is one sequence of lines, its events made once
     assert [len(events) for events in read._alone.values() if events] == [1, 1]

@@ -1,0 +1,209 @@
+"""The lines of a kernel log that some anchors want, found a block of lines at a time.
+
+A log (chunks of a file, or lines) is taken a block of whole lines at a time (`LogLines`); a
+line a fixed-width wrap broke is joined first (`lines.unwrap_lines`), so needles and windows
+count whole lines. The lines holding a needle are found in C, all needles at once (Rust's
+aho-corasick, else `bytes.find` needle by needle: `Needles`); anchors want those holding one
+of their needles, the `before`/`after` neighbours each asks for and the log's first
+`head_lines` lines (`Windows`). A block becomes text only where a line of it is wanted; memory
+holds one block, the lines kept of it and the widest `before` window.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
+from typing import IO
+
+from ..errors import ProbeTimeout
+from .anchor import Anchor
+from .lines import may_continue, unwrap_lines
+
+try:  # all needles in one pass over a block (SIMD), where a wheel installs
+    from ahocorasick_rs import BytesAhoCorasick, MatchKind
+except ImportError:
+    AUTOMATON = False
+else:
+    AUTOMATON = True
+
+# One read of a log file: below glibc's mmap threshold (128 KiB), so a block and what is made
+# of it cost no mapping (issue 29: reads take 64 KiB at a time).
+CHUNK_BYTES = 64 * 1024
+MAX_LINE = 64 * 1024  # a line without a break is kept to this many bytes (and a chunk more)
+_NOT_BRACKETED = re.compile(rb"\n[^[]")  # a line that does not begin with a `dmesg` stamp
+
+
+class ReadPastDeadline(ProbeTimeout):
+    """The file was not read to its end by its reader's deadline (the check is UNKNOWN)."""
+
+
+def read_chunks(handle: IO[bytes], deadline: float | None, size: int) -> Iterator[bytes]:
+    """The file in pieces of `size` bytes; past `deadline` (monotonic), `ReadPastDeadline`."""
+    while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise ReadPastDeadline(
+                "the kernel log was not read to its end by the deadline "
+                f"({handle.tell()} bytes read)"
+            )
+        chunk = handle.read(size)
+        if not chunk:
+            return
+        yield chunk
+
+
+def file_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines each chunk of a byte stream ends, joined by their breaks; the last line even
+    without one. A line no chunk ends is kept to `MAX_LINE` bytes (memory stays bounded)."""
+    tail = b""
+    for chunk in chunks:
+        stop = chunk.rfind(b"\n")
+        if stop < 0:
+            tail = (tail + chunk)[:MAX_LINE] if len(tail) < MAX_LINE else tail
+            continue
+        block, tail = tail + chunk[:stop], chunk[stop + 1 :]
+        yield block
+    if tail:
+        yield tail
+
+
+class Block:
+    """`count` whole lines of a log: their bytes joined by line breaks (`data`), each line as
+    UTF-8 text with bad bytes replaced (`lines`, made when first asked), those that hold a
+    needle with their place (`hit_lines`, by `Needles.find`), and whether it ends the log."""
+
+    __slots__ = ("_lines", "count", "data", "final", "hit_lines")
+
+    def __init__(self, data: bytes, count: int, lines: list[str] | None = None) -> None:
+        self.data, self.count, self._lines = data, count, lines
+        self.hit_lines: list[tuple[int, str]] = []
+        self.final = False
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.data.decode("utf-8", "replace").split("\n") if self.count else []
+        return self._lines
+
+
+class LogLines:
+    """A log's whole lines, given a block at a time, each joined to the lines after it that
+    continue it (`lines.unwrap_lines`); `count` counts the lines given."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.held: bytes | None = None  # the last line: the next block may continue it
+
+    def take(self, data: bytes) -> Block:
+        """The lines seen but the last, given `data`, the next lines joined by their breaks."""
+        if self.held is not None:
+            data = self.held + b"\n" + data
+        count = data.count(b"\n") + 1
+        self.count += count - (self.held is not None)
+        lines = None
+        if _NOT_BRACKETED.search(data):  # (in a `dmesg` log no line continues another)
+            lines = data.decode("utf-8", "replace").split("\n")
+            if may_continue(lines):
+                lines = list(unwrap_lines(lines))
+                self.held = lines.pop().encode()
+                return Block("\n".join(lines).encode(), len(lines), lines)
+            lines.pop()
+        cut = data.rfind(b"\n")
+        self.held = data[cut + 1 :]
+        return Block(data[: max(cut, 0)], count - 1, lines)
+
+    def finish(self) -> Block:
+        """The last line, at the end of the log."""
+        block = Block(b"", 0) if self.held is None else Block(self.held, 1)
+        self.held, block.final = None, True
+        return block
+
+
+class Needles:
+    """Finds the lines of a block that hold one of some needles (`find`)."""
+
+    def __init__(self, needles: Iterable[bytes]) -> None:
+        self.needles = list(dict.fromkeys(needles))
+        self.automaton: BytesAhoCorasick | None = None
+        if AUTOMATON and self.needles:
+            self.automaton = BytesAhoCorasick(self.needles, matchkind=MatchKind.LeftmostFirst)
+
+    def find(self, block: Block) -> None:
+        data = block.data
+        if self.automaton is not None:  # leftmost matches: at least one on each line with one
+            hits = [at for _, at, _ in self.automaton.find_matches_as_indexes(data)]
+        else:
+            hits = sorted(at for needle in self.needles for at in _find_all(data, needle))
+        index, start, end = 0, 0, -1
+        for at in hits:
+            if at < end:
+                continue  # on the line found last
+            index += data.count(b"\n", start, at)
+            start = data.rfind(b"\n", 0, at) + 1
+            end = data.find(b"\n", at) % (len(data) + 1)  # (the block's end: no break)
+            block.hit_lines.append((index, data[start:end].decode("utf-8", "replace")))
+
+
+def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
+    at = data.find(needle)
+    while at >= 0:
+        yield at
+        at = data.find(needle, at + 1)
+
+
+class Windows:
+    """The lines of a log that some anchors want, in order, each once (`kept`)."""
+
+    def __init__(self, anchors: Sequence[Anchor], head_lines: int = 0) -> None:
+        windows: dict[str, tuple[int, int]] = {}
+        for anchor in anchors:
+            text = anchor.needle.decode()
+            before, after = windows.get(text, (0, 0))
+            windows[text] = (max(before, anchor.before), max(after, anchor.after))
+        self.windows = list(windows.items())
+        self.keep = max((before for before, _ in windows.values()), default=0)
+        self.owed = head_lines  # lines wanted after those seen (an `after` window, the head)
+        self.back: list[str] = []  # the last `keep` lines: a `before` window may want them
+        self.back_wanted = bytearray()
+
+    def kept(self, block: Block) -> list[str]:
+        """The lines wanted of those held back and the block's (`Needles.find` done), less
+        the last `keep` of them unless the block is the log's last."""
+        hits = [(i, w) for i, line in block.hit_lines for text, w in self.windows if text in line]
+        if not (hits or self.owed or self.keep):
+            return []  # (none of the block is made into text)
+        lines = self.back + block.lines
+        base, count = len(self.back), len(lines)
+        wanted = self.back_wanted + bytearray(count - base)
+        head = min(self.owed, count - base)
+        wanted[base : base + head] = b"\x01" * head
+        self.owed -= head
+        for index, (before, after) in hits:
+            first, last = max(base + index - before, 0), base + index + after + 1
+            wanted[first : min(last, count)] = b"\x01" * (min(last, count) - first)
+            self.owed = max(self.owed, last - count)
+        cut = count if block.final else max(count - self.keep, 0)
+        self.back, self.back_wanted = lines[cut:], wanted[cut:]
+        return list(compress(lines[:cut], wanted[:cut]))
+
+
+def log_blocks(datas: Iterable[bytes], lines: LogLines, needles: Needles) -> Iterator[Block]:
+    """The blocks of a log given as pieces of whole lines, the last at its end, each with its
+    `hit_lines` found."""
+    for data in datas:
+        block = lines.take(data)
+        needles.find(block)
+        yield block
+    block = lines.finish()
+    needles.find(block)
+    yield block
+
+
+def candidate_lines(
+    chunks: Iterable[bytes], anchors: Sequence[Anchor], head_lines: int = 0
+) -> Iterator[str]:
+    """The lines of a byte stream read in chunks of any size that the anchors want."""
+    windows, needles = Windows(anchors, head_lines), Needles(a.needle for a in anchors)
+    for block in log_blocks(file_blocks(chunks), LogLines(), needles):
+        yield from windows.kept(block)
