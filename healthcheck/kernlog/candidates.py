@@ -3,21 +3,22 @@
 A log (chunks of a file, or lines) is taken a block of whole lines at a time (`LogLines`); a
 line a fixed-width wrap broke is joined first (`lines.unwrap_lines`), so needles and windows
 count whole lines. The lines holding a needle are found in C, all needles at once (Rust's
-aho-corasick, else `bytes.find` needle by needle: `Needles`); anchors want those holding one
-of their needles, the `before`/`after` neighbours each asks for and the log's first
-`head_lines` lines (`Windows`). A block becomes text only where a line of it is wanted; memory
-holds one block, the lines kept of it and the widest `before` window.
+aho-corasick, else one `re` alternation); anchors want those holding one of their needles,
+the `before`/`after` neighbours each asks for and the log's first `head_lines` lines
+(`Windows`). A block becomes text only where a line of it is wanted; memory holds one block,
+the lines kept of it and the widest `before` window.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress
 from typing import IO
 
 from ..errors import ProbeTimeout
+from ..sources.files import MAX_LINE
 from .anchor import Anchor
 from .lines import may_continue, unwrap_lines
 
@@ -28,10 +29,6 @@ except ImportError:
 else:
     AUTOMATON = True
 
-# One read of a log file: below glibc's mmap threshold (128 KiB), so a block and what is made
-# of it cost no mapping (issue 29: reads take 64 KiB at a time).
-CHUNK_BYTES = 64 * 1024
-MAX_LINE = 64 * 1024  # a line without a break is kept to this many bytes (and a chunk more)
 _NOT_BRACKETED = re.compile(rb"\n[^[]")  # a line that does not begin with a `dmesg` stamp
 
 
@@ -55,7 +52,7 @@ def read_chunks(handle: IO[bytes], deadline: float | None, size: int) -> Iterato
 
 def file_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The lines each chunk of a byte stream ends, joined by their breaks; the last line even
-    without one. A line no chunk ends is kept to `MAX_LINE` bytes (memory stays bounded)."""
+    without one. A line no chunk ends is kept to `MAX_LINE` bytes (and one chunk more)."""
     tail = b""
     for chunk in chunks:
         stop = chunk.rfind(b"\n")
@@ -71,7 +68,7 @@ def file_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 class Block:
     """`count` whole lines of a log: their bytes joined by line breaks (`data`), each line as
     UTF-8 text with bad bytes replaced (`lines`, made when first asked), those that hold a
-    needle with their place (`hit_lines`, by `Needles.find`), and whether it ends the log."""
+    needle with their place (`hit_lines`), and whether it ends the log (`final`)."""
 
     __slots__ = ("_lines", "count", "data", "final", "hit_lines")
 
@@ -88,15 +85,32 @@ class Block:
 
 
 class LogLines:
-    """A log's whole lines, given a block at a time, each joined to the lines after it that
-    continue it (`lines.unwrap_lines`); `count` counts the lines given."""
+    """A log's whole lines, in blocks (`blocks`), each line joined to the lines after it that
+    continue it (`lines.unwrap_lines`) and the lines holding a needle found; `count` counts
+    the lines given."""
 
-    def __init__(self) -> None:
+    def __init__(self, needles: Iterable[bytes]) -> None:
         self.count = 0
         self.held: bytes | None = None  # the last line: the next block may continue it
+        unique = list(dict.fromkeys(needles))
+        self.starts: Callable[[bytes], list[int]] = lambda data: []
+        if AUTOMATON and unique:  # leftmost matches: at least one on each line with one
+            found = BytesAhoCorasick(unique, matchkind=MatchKind.LeftmostFirst)
+            self.starts = lambda data: [at for _, at, _ in found.find_matches_as_indexes(data)]
+        elif unique:
+            pattern = re.compile(b"|".join(map(re.escape, unique)))
+            self.starts = lambda data: [match.start() for match in pattern.finditer(data)]
 
-    def take(self, data: bytes) -> Block:
-        """The lines seen but the last, given `data`, the next lines joined by their breaks."""
+    def blocks(self, datas: Iterable[bytes]) -> Iterator[Block]:
+        """The blocks of a log given as pieces of whole lines joined by their breaks: each
+        one's lines but the last (the next may continue it), then that line at the end."""
+        for data in datas:
+            yield self._found(self._take(data))
+        block = Block(b"", 0) if self.held is None else Block(self.held, 1)
+        block.final = True
+        yield self._found(block)
+
+    def _take(self, data: bytes) -> Block:
         if self.held is not None:
             data = self.held + b"\n" + data
         count = data.count(b"\n") + 1
@@ -113,43 +127,16 @@ class LogLines:
         self.held = data[cut + 1 :]
         return Block(data[: max(cut, 0)], count - 1, lines)
 
-    def finish(self) -> Block:
-        """The last line, at the end of the log."""
-        block = Block(b"", 0) if self.held is None else Block(self.held, 1)
-        self.held, block.final = None, True
-        return block
-
-
-class Needles:
-    """Finds the lines of a block that hold one of some needles (`find`)."""
-
-    def __init__(self, needles: Iterable[bytes]) -> None:
-        self.needles = list(dict.fromkeys(needles))
-        self.automaton: BytesAhoCorasick | None = None
-        if AUTOMATON and self.needles:
-            self.automaton = BytesAhoCorasick(self.needles, matchkind=MatchKind.LeftmostFirst)
-
-    def find(self, block: Block) -> None:
-        data = block.data
-        if self.automaton is not None:  # leftmost matches: at least one on each line with one
-            hits = [at for _, at, _ in self.automaton.find_matches_as_indexes(data)]
-        else:
-            hits = sorted(at for needle in self.needles for at in _find_all(data, needle))
-        index, start, end = 0, 0, -1
-        for at in hits:
+    def _found(self, block: Block) -> Block:
+        data, index, start, end = block.data, 0, 0, -1
+        for at in self.starts(data):
             if at < end:
                 continue  # on the line found last
             index += data.count(b"\n", start, at)
             start = data.rfind(b"\n", 0, at) + 1
             end = data.find(b"\n", at) % (len(data) + 1)  # (the block's end: no break)
             block.hit_lines.append((index, data[start:end].decode("utf-8", "replace")))
-
-
-def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
-    at = data.find(needle)
-    while at >= 0:
-        yield at
-        at = data.find(needle, at + 1)
+        return block
 
 
 class Windows:
@@ -168,8 +155,8 @@ class Windows:
         self.back_wanted = bytearray()
 
     def kept(self, block: Block) -> list[str]:
-        """The lines wanted of those held back and the block's (`Needles.find` done), less
-        the last `keep` of them unless the block is the log's last."""
+        """The lines wanted of those held back and the block's, less the last `keep` of them
+        unless the block is the log's last."""
         hits = [(i, w) for i, line in block.hit_lines for text, w in self.windows if text in line]
         if not (hits or self.owed or self.keep):
             return []  # (none of the block is made into text)
@@ -186,24 +173,3 @@ class Windows:
         cut = count if block.final else max(count - self.keep, 0)
         self.back, self.back_wanted = lines[cut:], wanted[cut:]
         return list(compress(lines[:cut], wanted[:cut]))
-
-
-def log_blocks(datas: Iterable[bytes], lines: LogLines, needles: Needles) -> Iterator[Block]:
-    """The blocks of a log given as pieces of whole lines, the last at its end, each with its
-    `hit_lines` found."""
-    for data in datas:
-        block = lines.take(data)
-        needles.find(block)
-        yield block
-    block = lines.finish()
-    needles.find(block)
-    yield block
-
-
-def candidate_lines(
-    chunks: Iterable[bytes], anchors: Sequence[Anchor], head_lines: int = 0
-) -> Iterator[str]:
-    """The lines of a byte stream read in chunks of any size that the anchors want."""
-    windows, needles = Windows(anchors, head_lines), Needles(a.needle for a in anchors)
-    for block in log_blocks(file_blocks(chunks), LogLines(), needles):
-        yield from windows.kept(block)

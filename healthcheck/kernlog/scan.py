@@ -17,16 +17,9 @@ from typing import TYPE_CHECKING, Any
 from msgspec import Struct
 
 from ..contract.declarations import KernelLogInterest, LineHandler, resolve
+from ..sources.files import READ_CHUNK
 from ..sources.scope import work_deadline
-from .candidates import (
-    CHUNK_BYTES,
-    LogLines,
-    Needles,
-    Windows,
-    file_blocks,
-    log_blocks,
-    read_chunks,
-)
+from .candidates import LogLines, Windows, file_blocks, read_chunks
 from .lines import iter_kernel_lines
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
@@ -52,8 +45,7 @@ class KernelLogResult(Struct, frozen=True):
 def _scan(
     blocks: Iterable[bytes], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:
-    """(lines read, each interest's handler result) over a log given as blocks of whole lines
-    joined by their breaks."""
+    """(lines read, each interest's handler result) over blocks of whole lines."""
     routes: dict[str, tuple[Windows, Callable[[str], bool] | None, LineHandler]] = {
         name: (
             Windows(interest.anchors, interest.head_lines),
@@ -62,9 +54,8 @@ def _scan(
         )
         for name, interest in interests.items()
     }
-    lines = LogLines()
-    needles = Needles(anchor.needle for i in interests.values() for anchor in i.anchors)
-    for block in log_blocks(blocks, lines, needles):
+    lines = LogLines(anchor.needle for i in interests.values() for anchor in i.anchors)
+    for block in lines.blocks(blocks):
         for windows, test, handler in routes.values():
             kept = windows.kept(block)
             for line in iter_kernel_lines(kept if test is None else filter(test, kept)):
@@ -100,10 +91,10 @@ def _blocks_of(lines: Iterator[str]) -> Iterator[bytes]:
 
 
 def scan_file(
-    path: Path, interests: Mapping[str, KernelLogInterest], *, chunk_bytes: int = CHUNK_BYTES
+    path: Path, interests: Mapping[str, KernelLogInterest], *, chunk_bytes: int = READ_CHUNK
 ) -> tuple[int, dict[str, Any]]:
-    """`scan_lines` over a file, read in chunks. Past the deadline of the work under way
-    (`work_deadline`), `ReadPastDeadline` is raised."""
+    """`scan_lines` over a file, read in chunks (issue 29: below glibc's mmap threshold). Past
+    the deadline of the work under way (`work_deadline`), `ReadPastDeadline` is raised."""
     with path.open("rb", buffering=0) as handle:
         chunks = read_chunks(handle, work_deadline(), chunk_bytes)
         return _scan(file_blocks(chunks), interests)
@@ -113,8 +104,7 @@ class KernelLogPass:
     """The run's one pass: made on the first check's ask, shared by all that declared one."""
 
     def __init__(self, sources: Sources, interests: Mapping[str, KernelLogInterest]) -> None:
-        self._sources = sources
-        self._interests = dict(interests)
+        self._sources, self._interests = sources, dict(interests)
         self._lock = threading.Lock()
         self._done: dict[str, KernelLogResult] | None = None
 
@@ -125,16 +115,13 @@ class KernelLogPass:
         return self._done[name]
 
     def _scan(self) -> dict[str, KernelLogResult]:
-        stream = self._sources.kernel_log()
+        stream, interests = self._sources.kernel_log(), self._interests
         if stream.lines is None:
-            return {
-                name: KernelLogResult(stream.ref, 0, None, reason=stream.reason)
-                for name in self._interests
-            }
+            return {n: KernelLogResult(stream.ref, 0, None, stream.reason) for n in interests}
         if stream.path is not None:
-            count, results = scan_file(stream.path, self._interests)
+            count, results = scan_file(stream.path, interests)
         else:
-            count, results = scan_lines(stream.lines, self._interests)
+            count, results = scan_lines(stream.lines, interests)
         return {
             name: KernelLogResult(stream.ref, count, result, note=stream.reason)
             for name, result in results.items()

@@ -23,11 +23,11 @@ from corpus_sets import (
     sample_path,
     samples,
 )
+from fakes.kernel_lines import candidate_lines
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.contract.registry import discover
 from sitscheck.kernlog.anchor import Anchor
-from sitscheck.kernlog.candidates import candidate_lines
 from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, unwrap_lines
 
 

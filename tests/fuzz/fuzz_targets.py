@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fakes.kernel_lines import candidate_lines
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.checks.topology.parse import TopoParseError, parse_topo
@@ -32,7 +33,6 @@ from sitscheck.daemon.state import STATE_FILE, load_state
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import BundleError, ConfigError, RuleError
-from sitscheck.kernlog.candidates import candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.scan import declared_interests, scan_lines
 from sitscheck.smi.dmon import parse_dmon_result

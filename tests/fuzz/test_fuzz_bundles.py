@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.kernel_lines import candidate_lines
 from fuzz_targets import BUNDLE, bundle_tar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,6 @@ from sitscheck.checks.xid.parse import XID_ANCHORS
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.contract.registry import discover
-from sitscheck.kernlog.candidates import candidate_lines
 from sitscheck.sources import artifacts as names
 
 EXAMPLES = int(os.environ.get("SITSCHECK_FUZZ_EXAMPLES", "150"))

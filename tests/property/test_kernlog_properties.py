@@ -9,14 +9,16 @@
 from __future__ import annotations
 
 import random
+from unittest.mock import patch
 
 import pytest
+import sitscheck.kernlog.candidates as candidates
+from fakes.kernel_lines import candidate_lines
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.kernlog.anchor import Anchor
-from sitscheck.kernlog.candidates import candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line, unwrap_lines
 
 # Message bodies as the kernel prints them (no log-tool prefix).
@@ -369,17 +371,21 @@ _BULK_ANCHORS = [
 ]
 
 
+@pytest.mark.parametrize("automaton", [True, False])
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(st.lists(st.sampled_from(_BULK_PIECES), max_size=12).map(b"".join), max_size=40),
     size=st.integers(min_value=1, max_value=400),
 )
-def test_candidate_lines_of_any_bytes_match_the_reference(lines: list[bytes], size: int) -> None:
+def test_candidate_lines_of_any_bytes_match_the_reference(
+    automaton: bool, lines: list[bytes], size: int
+) -> None:
+    """Found through ahocorasick-rs, or (where no wheel installs) one `re` alternation."""
     data = b"\n".join(lines) + b"\n"
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
-    assert list(candidate_lines(chunks, _BULK_ANCHORS)) == _reference_candidates(
-        data, _BULK_ANCHORS
-    )
+    with patch.object(candidates, "AUTOMATON", automaton and candidates.AUTOMATON):
+        got = list(candidate_lines(chunks, _BULK_ANCHORS))
+    assert got == _reference_candidates(data, _BULK_ANCHORS)
 
 
 def _offsets(data: bytes, needle: bytes) -> list[int]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from fakes.kernel_lines import candidate_lines
 from sitscheck.kernlog.anchor import Anchor
-from sitscheck.kernlog.candidates import candidate_lines
 from sitscheck.kernlog.lines import (
     MAX_JOINED,
     KernelLine,

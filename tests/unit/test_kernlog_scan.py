@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sitscheck.kernlog.candidates as candidates
 import sitscheck.kernlog.scan as scan
 from sitscheck.contract import Anchor, KernelLogInterest
 from sitscheck.contract.declarations import resolve
@@ -163,6 +164,19 @@ def test_a_file_in_chunks_and_its_lines_give_each_handler_the_references_lines(
     if name == "storm":
         found = scan.scan_file(path, interests)[1]
         assert (found["pcie_aer"].count, found["xid"].count, len(found["usb"])) == (1500, 30, 1500)
+
+
+@pytest.mark.parametrize("name", ["storm", "folded", "bad_utf8", "cut_off_unterminated"])
+def test_without_the_automaton_the_same_lines_are_found(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no ahocorasick-rs wheel installs, one `re` alternation finds the needles."""
+    monkeypatch.setattr(candidates, "AUTOMATON", False)
+    path = tmp_path / "kern.log"
+    path.write_bytes(LOGS[name])
+    interests = _interests(plugins=True)
+    found = scan.scan_file(path, interests, chunk_bytes=4096)
+    assert _state(found[1]) == _state(reference(LOGS[name], interests))
 
 
 @pytest.mark.parametrize("newline_at_end", [True, False])
