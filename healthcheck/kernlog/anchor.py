@@ -18,6 +18,6 @@ class Anchor(Struct, frozen=True):
     after: int = 0
 
     def __post_init__(self) -> None:
-        if not self.needle or b"\n" in self.needle:
+        if not self.needle or b"\n" in self.needle or b"\r" in self.needle:
             raise ValueError("an anchor's needle must be some text within one line")
         self.needle.decode("utf-8")  # UnicodeDecodeError (a ValueError): not UTF-8

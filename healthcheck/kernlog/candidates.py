@@ -1,12 +1,10 @@
 """The lines of a kernel log that some anchors want, found a block of lines at a time.
 
-A log (chunks of a file, or lines) is taken a block of whole lines at a time (`LogLines`); a
-line a fixed-width wrap broke is joined first (`lines.unwrap_lines`), so needles and windows
-count whole lines. The lines holding a needle are found in C, all needles at once (Rust's
-aho-corasick, else one `re` alternation); anchors want those holding one of their needles,
-the `before`/`after` neighbours each asks for and the log's first `head_lines` lines
-(`Windows`). A block becomes text only where a line of it is wanted; memory holds one block,
-the lines kept of it and the widest `before` window.
+A log is taken a block of whole lines at a time (`LogLines`), a line a fixed-width wrap broke
+joined first (`lines.unwrap_lines`), its needles found in C, all at once (Rust's aho-corasick,
+else one `re` alternation). Anchors want the lines holding their needles, the `before`/`after`
+neighbours each asks for and the log's first `head_lines` lines (`Windows`). A block becomes
+text only where a line of it is wanted; memory holds one block and the lines kept of it.
 """
 
 from __future__ import annotations
@@ -29,7 +27,10 @@ except ImportError:
 else:
     AUTOMATON = True
 
-_NOT_BRACKETED = re.compile(rb"\n[^[]")  # a line that does not begin with a `dmesg` stamp
+# The start of a line that never continues the one above (`lines.continues`): a `dmesg`
+# stamp, a /dev/kmsg record's header ("6,1234,5678901,-;") or its " KEY=value" lines.
+_OWN = rb"\[|\d{1,4},\d+,\d+,[^;,\n]*(?:,[^;,\n]*)*;| [A-Z][A-Z0-9_]*="
+_OWN_LINE, _MAY_CONTINUE = re.compile(_OWN), re.compile(rb"\n(?!" + _OWN + rb")")
 
 
 class ReadPastDeadline(ProbeTimeout):
@@ -66,9 +67,10 @@ def file_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 class Block:
-    """`count` whole lines of a log: their bytes joined by line breaks (`data`), each line as
-    UTF-8 text with bad bytes replaced (`lines`, made when first asked), those that hold a
-    needle with their place (`hit_lines`), and whether it ends the log (`final`)."""
+    """`count` whole lines of a log: their bytes joined by line breaks (`data`), the lines as
+    UTF-8 text (bad bytes replaced), each joined to the lines after it that continue it
+    (`lines`, made when first asked), those that hold a needle with their place (`hit_lines`),
+    and whether the block ends the log (`final`)."""
 
     __slots__ = ("_lines", "count", "data", "final", "hit_lines")
 
@@ -80,7 +82,8 @@ class Block:
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = self.data.decode("utf-8", "replace").split("\n") if self.count else []
+            lines = self.data.decode("utf-8", "replace").split("\n") if self.count else []
+            self._lines = list(unwrap_lines(lines)) if may_continue(lines) else lines
         return self._lines
 
 
@@ -105,27 +108,32 @@ class LogLines:
         """The blocks of a log given as pieces of whole lines joined by their breaks: each
         one's lines but the last (the next may continue it), then that line at the end."""
         for data in datas:
-            yield self._found(self._take(data))
-        block = Block(b"", 0) if self.held is None else Block(self.held, 1)
-        block.final = True
-        yield self._found(block)
+            yield self._take(data)
+        last = self._found(Block(self.held or b"", int(self.held is not None)))
+        last.final = True
+        yield last
 
     def _take(self, data: bytes) -> Block:
         if self.held is not None:
             data = self.held + b"\n" + data
-        count = data.count(b"\n") + 1
-        self.count += count - (self.held is not None)
-        lines = None
-        if _NOT_BRACKETED.search(data):  # (in a `dmesg` log no line continues another)
-            lines = data.decode("utf-8", "replace").split("\n")
-            if may_continue(lines):
-                lines = list(unwrap_lines(lines))
-                self.held = lines.pop().encode()
-                return Block("\n".join(lines).encode(), len(lines), lines)
-            lines.pop()
+        breaks = data.count(b"\n")
+        self.count += breaks + (self.held is None)
         cut = data.rfind(b"\n")
-        self.held = data[cut + 1 :]
-        return Block(data[: max(cut, 0)], count - 1, lines)
+        last = data[cut + 1 :]
+        # No needle, not even across a line break (where one line continued another), and a
+        # last line of its own: the lines are made only if asked for (`Block.lines`).
+        joined = data.replace(b"\n", b"")
+        if _OWN_LINE.match(last) and not self.starts(joined.replace(b"\r", b"")):
+            self.held = last
+            return Block(data[: max(cut, 0)], breaks)
+        lines = data.decode("utf-8", "replace").split("\n")
+        if may_continue(lines) and _MAY_CONTINUE.search(data):
+            lines = list(unwrap_lines(lines))
+            self.held = lines.pop().encode()
+            return self._found(Block("\n".join(lines).encode(), len(lines), lines))
+        lines.pop()
+        self.held = last
+        return self._found(Block(data[: max(cut, 0)], breaks, lines))
 
     def _found(self, block: Block) -> Block:
         data, index, start, end = block.data, 0, 0, -1

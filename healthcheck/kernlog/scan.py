@@ -9,7 +9,7 @@ message and time (`feed(text, time)`, in log order); `finish()` gives the handle
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +24,6 @@ from .lines import iter_kernel_lines
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
-
-BLOCK_LINES = 4096  # lines given one by one are taken this many at a time
 
 
 class KernelLogResult(Struct, frozen=True):
@@ -80,14 +78,10 @@ def scan_lines(
     lines: Iterable[str], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:
     """(lines read, each interest's handler result) over raw lines, with or without their
-    line breaks: what `scan_file` gives of a file of these lines."""
-    return _scan(_blocks_of(iter(lines)), interests)
-
-
-def _blocks_of(lines: Iterator[str]) -> Iterator[bytes]:
-    while block := list(islice(lines, BLOCK_LINES)):
-        text = "\n".join(line.removesuffix("\n") for line in block)
-        yield text.encode(errors="surrogatepass")
+    line breaks: what `scan_file` gives of a file of these lines (taken 4,096 at a time)."""
+    given = iter(lines)
+    blocks = iter(lambda: [line.removesuffix("\n") for line in islice(given, 4096)], [])
+    return _scan(("\n".join(b).encode(errors="surrogatepass") for b in blocks), interests)
 
 
 def scan_file(

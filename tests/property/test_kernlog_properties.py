@@ -388,6 +388,33 @@ def test_candidate_lines_of_any_bytes_match_the_reference(
     assert got == _reference_candidates(data, _BULK_ANCHORS)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from([b"[1.0] ", b"6,1,2,-;", b" SUBSYSTEM=pci", b"", b" ", b"2000 "]),
+            st.lists(st.sampled_from(_BULK_PIECES), max_size=6).map(b"".join),
+        ).map(b"".join),
+        max_size=60,
+    ),
+    size=st.integers(min_value=1, max_value=300),
+)
+# a needle only the wrap's two halves make ("NV" / "RM": "NVRM"), in a block that ends with a
+# stamped line and holds no needle else
+@example(lines=[b"[0.5] x", b"[1.0] a NV", b"RM b", b"[2.0] c"], size=300)
+# a continuation that begins with a digit, though no /dev/kmsg record, ending a block
+@example(lines=[b"[1.0] NVRM: status/mask=0000", b"2000", b"x"], size=34)
+def test_stamped_and_kmsg_lines_give_the_references_candidates(
+    lines: list[bytes], size: int
+) -> None:
+    """A block whose last line is of its own (a stamp, a /dev/kmsg record) and that holds no
+    needle, not even across a line break, is made into text only where asked: the same lines."""
+    data = b"\n".join(lines) + b"\n"
+    chunks = [data[at : at + size] for at in range(0, len(data), size)]
+    got = list(candidate_lines(chunks, _BULK_ANCHORS, head_lines=1))
+    assert got == _reference_candidates(data, _BULK_ANCHORS, head_lines=1)
+
+
 def _offsets(data: bytes, needle: bytes) -> list[int]:
     return [at for at in range(len(data)) if data.startswith(needle, at)]
 

@@ -239,3 +239,8 @@ def test_the_scans_reading_stops_at_its_deadline(tmp_path: Path) -> None:
     with entered(Scope(deadline=time.monotonic() - 1)):
         with pytest.raises(ReadPastDeadline, match="not read to its end by the deadline"):
             scan.scan_file(path, _interests(plugins=False))
+
+
+@pytest.mark.parametrize("lines", [[], [""], ["a\n", "", "b"], ["x"] * 4097, [""] * 4097])
+def test_lines_given_one_by_one_are_counted_as_given(lines: list[str]) -> None:
+    assert scan.scan_lines(lines, _interests(plugins=False))[0] == len(lines)
