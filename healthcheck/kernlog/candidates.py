@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import compress
+from itertools import compress, islice, repeat
+from operator import contains
 from typing import IO
 
 from ..errors import ProbeTimeout
 from ..sources.files import MAX_LINE
 from .anchor import Anchor
-from .lines import may_continue, unwrap_lines
+from .lines import LABEL, unwrap_lines
 
 try:  # all needles in one pass over a block (SIMD), where a wheel installs
     from ahocorasick_rs import BytesAhoCorasick, MatchKind
@@ -31,6 +32,14 @@ else:
 # stamp, a /dev/kmsg record's header ("6,1234,5678901,-;") or its " KEY=value" lines.
 _OWN = rb"\[|\d{1,4},\d+,\d+,[^;,\n]*(?:,[^;,\n]*)*;| [A-Z][A-Z0-9_]*="
 _OWN_LINE, _MAY_CONTINUE = re.compile(_OWN), re.compile(rb"\n(?!" + _OWN + rb")")
+
+
+def _continued(data: bytes, lines: list[str]) -> bool:
+    """Whether a line after the first may continue the one above: not where each begins with a
+    `dmesg` stamp or a /dev/kmsg record, nor where each carries a label (a tag, a device)."""
+    if _MAY_CONTINUE.search(data) is None:
+        return False
+    return not all(map(contains, islice(lines, 1, None), repeat(LABEL)))
 
 
 class ReadPastDeadline(ProbeTimeout):
@@ -83,7 +92,7 @@ class Block:
     def lines(self) -> list[str]:
         if self._lines is None:
             lines = self.data.decode("utf-8", "replace").split("\n") if self.count else []
-            self._lines = list(unwrap_lines(lines)) if may_continue(lines) else lines
+            self._lines = list(unwrap_lines(lines)) if _continued(self.data, lines) else lines
         return self._lines
 
 
@@ -119,27 +128,27 @@ class LogLines:
         breaks = data.count(b"\n")
         self.count += breaks + (self.held is None)
         cut = data.rfind(b"\n")
-        last = data[cut + 1 :]
+        last, starts = data[cut + 1 :], self.starts(data)
         # No needle, not even across a line break (where one line continued another), and a
         # last line of its own: the lines are made only if asked for (`Block.lines`).
-        joined = data.replace(b"\n", b"")
-        if _OWN_LINE.match(last) and not self.starts(joined.replace(b"\r", b"")):
-            self.held = last
-            return Block(data[: max(cut, 0)], breaks)
+        if not starts and _OWN_LINE.match(last):
+            if not self.starts(data.replace(b"\n", b"").replace(b"\r", b"")):
+                self.held = last
+                return Block(data[: max(cut, 0)], breaks)
         lines = data.decode("utf-8", "replace").split("\n")
-        if may_continue(lines) and _MAY_CONTINUE.search(data):
+        if _continued(data, lines):
             lines = list(unwrap_lines(lines))
             self.held = lines.pop().encode()
             return self._found(Block("\n".join(lines).encode(), len(lines), lines))
         lines.pop()
         self.held = last
-        return self._found(Block(data[: max(cut, 0)], breaks, lines))
+        return self._found(Block(data[: max(cut, 0)], breaks, lines), starts)
 
-    def _found(self, block: Block) -> Block:
+    def _found(self, block: Block, starts: list[int] | None = None) -> Block:
         data, index, start, end = block.data, 0, 0, -1
-        for at in self.starts(data):
-            if at < end:
-                continue  # on the line found last
+        for at in self.starts(data) if starts is None else starts:
+            if at < end or at >= len(data):
+                continue  # on the line found last, or on the line held for the next block
             index += data.count(b"\n", start, at)
             start = data.rfind(b"\n", 0, at) + 1
             end = data.find(b"\n", at) % (len(data) + 1)  # (the block's end: no break)

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from itertools import islice, repeat
-from operator import contains
 
 from msgspec import Struct
 
@@ -40,7 +38,6 @@ __all__ = [
     "KernelLine",
     "continues",
     "iter_kernel_lines",
-    "may_continue",
     "split_kernel_line",
     "unwrap_lines",
 ]
@@ -192,14 +189,6 @@ def continues(above: str, line: str) -> bool:
         stamped = split_kernel_line(above)
         return stamped is not None and (stamped.time is not None or stamped.seq is not None)
     return True
-
-
-def may_continue(lines: list[str]) -> bool:
-    """Whether a line after the first may continue the one above (`continues`): not where each
-    begins with a bracket (`dmesg`) or carries a label (a tag, a facility, a device). In C."""
-    if all(map(str.startswith, islice(lines, 1, None), repeat("["))):
-        return False
-    return not all(map(contains, islice(lines, 1, None), repeat(LABEL)))
 
 
 def unwrap_lines(lines: Iterable[str]) -> Iterator[str]:
