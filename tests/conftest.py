@@ -53,7 +53,7 @@ def open_dir() -> Iterator[Callable[[int], Path]]:
 # CEL engines' random-expression differential, and the streams of tens of megabytes to
 # gigabytes that prove memory stays bounded. Also the old-engine differential (every bundle
 # replayed under each CEL engine: tests/storm/test_expected.py holds every bundle's facts and
-# verdicts under the default one) and the kernel-log pre-filter worker's process faults.
+# verdicts under the default one).
 SLOW_PATHS = (
     "faults/",
     "fuzz/",
@@ -63,7 +63,6 @@ SLOW_PATHS = (
     "security/",
     "foundation/test_cel_fast_paths.py",
     "rules/test_engine_differential.py",
-    "unit/test_kernlog_prefilter_worker.py",
 )
 SLOW_NAMES = ("gigabyte", "megabyte")
 

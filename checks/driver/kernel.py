@@ -16,7 +16,6 @@ how many there were; the driver check reads it only when no driver serves the GP
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from msgspec import Struct
 
@@ -47,12 +46,9 @@ class MismatchLines(Struct):
     count: int = 0
     last: ApiMismatch | None = None
 
-    def feed(self, line: Any) -> None:
-        self.feed_text(line.body, getattr(line, "time", None))
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        """`feed` of a line as its message and time: the pass hands it only the lines holding
-        its anchors' needles."""
+    def feed(self, body: str, time: str | None) -> None:
+        """A line's message and time: the pass hands it only the lines holding its anchors'
+        needles."""
         if MISMATCH in body:
             self.count += 1
             self.last = ApiMismatch(_read(_CLIENT, body), _read(_MODULE, body), time, (body,))

@@ -12,7 +12,6 @@ A CQ that overran is put in error: each CQ overruns once, so these are events, n
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from msgspec import Struct, field
 
@@ -41,12 +40,9 @@ class CqOverrunLines(Struct):
     events: list[CqOverrun] = field(default_factory=list)
     by_bus: dict[str, int] = field(default_factory=dict)
 
-    def feed(self, line: Any) -> None:
-        self.feed_text(line.body, getattr(line, "time", None))
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        """`feed` of a line as its message and time: the pass hands it only the lines holding
-        its anchors' needles (those `parse_overrun` reads)."""
+    def feed(self, body: str, time: str | None) -> None:
+        """A line's message and time: the pass hands it only the lines holding its anchors'
+        needles (those `parse_overrun` reads)."""
         event = parse_overrun(body, time)
         if event is None:
             return

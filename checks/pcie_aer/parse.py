@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sitscheck.kernlog.chunks import Anchor
+from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
@@ -43,10 +43,10 @@ __all__ = [
     "parse_aer",
 ]
 
-# For `iter_candidate_lines`: every report begins with an "AER:" header (all kernels print it
-# before the details) or a firmware-first "[Hardware Error]" record; the detail lines that carry
-# neither word follow within a few lines. A detail block whose header lies before the start of
-# the log is kept by `head_lines=HEAD_LINES`.
+# For the kernel-log scan (`kernlog.candidates`): every report begins with an "AER:" header
+# (all kernels print it before the details) or a firmware-first "[Hardware Error]" record; the
+# detail lines that carry neither word follow within a few lines. A detail block whose header
+# lies before the start of the log is kept by `head_lines=HEAD_LINES`.
 # The check declares them (its `KernelLogInterest`); the parser's tests read them from here.
 AER_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors
 HEAD_LINES = KERNEL_LOG.head_lines
@@ -59,7 +59,7 @@ def parse_aer(lines: Iterable[KernelLine]) -> list[AerEvent]:
     found: dict[int, AerEvent] = {}
     handler = AerLines(found.__setitem__)
     for line in lines:
-        handler.feed(line)
+        handler.feed(line.body, line.time)
     handler.finish()
     return [found[index] for index in sorted(found)]
 
@@ -78,11 +78,8 @@ class AerLines:
         self._reports = Reports(Resolver(sink))
         self._said: dict[str, Said | None] = {}  # what each message says (`read_message`)
 
-    def feed(self, line: KernelLine) -> None:
-        self.feed_text(line.body, line.time)
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
+    def feed(self, body: str, time: str | None) -> None:
+        """A line's message and time (`KernelLine.body`, `.time`)."""
         try:
             said = self._said[body]
         except KeyError:

@@ -16,8 +16,6 @@ KERNEL_LOG = KernelLogInterest(
     anchors=(Anchor(b"Xid"), Anchor(b"NVRM")),
     handler="sitscheck.checks.xid.parse:XidLines",
     wants="sitscheck.checks.xid.parse:might_be_xid",
-    # every line `might_be_xid` accepts holds one of these (its substring tests)
-    wants_needles=(b"Xid", b"NVRM", b"fallen off the bus"),
 )
 
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from msgspec import Struct
-from sitscheck.kernlog.chunks import Anchor
+from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
@@ -56,7 +56,7 @@ _CONTEXT = ("GPU at PCI:", "GPU Board Serial Number", "loading NVIDIA", "The NVI
 _MAX_DETAILS = 64
 _UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
 
-# For `iter_candidate_lines`: Xid and SXid lines, and every NVRM line (fallen-off messages,
+# For `candidates.candidate_lines`: Xid and SXid lines, and every NVRM line (fallen-off messages,
 # the lines of the three-line one, GSP dumps).
 XID_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors  # as the check declares them
 
@@ -120,11 +120,8 @@ class XidLines:
             sink = self.tally.add
         self._state = _XidState(sink)
 
-    def feed(self, line: KernelLine) -> None:
-        self.feed_text(line.body, line.time)
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        """`feed` of a line given as its message and time (`KernelLine.body`, `.time`)."""
+    def feed(self, body: str, time: str | None) -> None:
+        """A line's message and time (`KernelLine.body`, `.time`)."""
         if "Xid" in body or "NVRM" in body or _FALLEN in body:  # `might_be_xid`, inlined
             self._state.feed(body, time)
 

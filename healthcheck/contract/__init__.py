@@ -38,9 +38,10 @@ if TYPE_CHECKING:  # imported on first use (`__getattr__`): start-up imports non
     from ..sources.base import Sources
     from .nvml_readings import NvmlGpu, NvmlReadings, NvmlValue, nvml_reads_skip
 
-# The types in a check's signatures (`applicable(sources, config)`, `LineHandler.feed(line)`),
-# the kernel-log pass a handler's tests run over raw log lines (every prefix form), and the
-# declared NVML readings (`ctx.nvml_readings()`) with their `applicable`.
+# The types in a check's signatures (`applicable(sources, config)`; `KernelLine`, which a
+# plugin's parser may read), the kernel-log pass a handler's tests run over raw log lines
+# (every prefix form), and the declared NVML readings (`ctx.nvml_readings()`) with their
+# `applicable`.
 _LAZY = {
     "KernelLine": ("..kernlog.lines", "KernelLine"),
     "NvmlGpu": (".nvml_readings", "NvmlGpu"),

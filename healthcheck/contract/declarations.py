@@ -229,9 +229,11 @@ def _plain_arg(arg: object) -> bool:
 
 
 class LineHandler(Protocol):
-    """Receives, in log order, the kernel-log lines its check's anchors asked for."""
+    """Receives, in log order, the kernel-log lines its check's interest wants."""
 
-    def feed(self, line: Any) -> None:  # a `sitscheck.kernlog.lines.KernelLine`
+    def feed(self, text: str, time: str | None) -> None:
+        """One line: its message (every log tool's prefix stripped) and its time as the log
+        gives it (None: none)."""
         ...
 
     def finish(self) -> Any:
@@ -240,29 +242,18 @@ class LineHandler(Protocol):
 
 
 class KernelLogInterest(Struct, frozen=True):
-    """A check's part in the one kernel-log pass: cheap anchors (found in C over the whole
-    log) and a line handler ("module:attribute", a class or factory made once per pass).
-    A line is a candidate when some interest wants it: its `wants` test ("module:function" of
-    the raw line), else it holds one of the interest's needles. A handler with a
-    `feed_text(body, time)` method receives only the lines its own interest wants (as message
-    and time); any other receives every candidate line in log order (the lines around its own
-    reports too) and ignores what it does not read. `head_lines`: the log's first lines are
-    candidates too (the tail of a report cut off by the start of the log).
-
-    `wants_needles`: ASCII byte strings of which every line `wants` accepts holds at least one
-    (`wants` stays the test; a line with none of them is not handed to it): the lines near an
-    anchor that hold none are then skipped in C, not made into text. Without it, or with a
-    needle that is not ASCII, every line near an anchor is tested.
-
-    `wants` answers from what a line says, not its timestamp's digits: of the lines with a
-    plain `dmesg` stamp it is asked once per distinct text after the stamp (remembered,
-    bounded), and the others with that text are routed alike."""
+    """A check's part in the one kernel-log pass: anchors (substrings found in C over the
+    whole log, with the neighbouring lines each asks for) and a line handler ("module:
+    attribute", a class or factory made once per pass). The candidate lines are those near
+    any interest's anchors; `head_lines`: the log's first lines are candidates too (the tail
+    of a report cut off by the start of the log). Of the candidates, an interest wants those
+    its `wants` test ("module:function" of the raw line) accepts, else those that hold one of
+    its needles; its handler is fed each of them (`LineHandler.feed`)."""
 
     anchors: tuple[Anchor, ...]
     handler: str
     wants: str | None = None
     head_lines: int = 0
-    wants_needles: tuple[bytes, ...] | None = None
 
 
 class RuleFiles(Struct, frozen=True):

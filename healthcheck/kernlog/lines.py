@@ -19,32 +19,25 @@ printk caller id (`caller`):
 - raw /dev/kmsg records    ``6,1234,5678901,-;msg`` / ``6,1234,5678901,-,caller=T12;msg``,
   whose ``\\x0a``-escaped lines are split and whose ` KEY=value` dictionary lines are dropped.
 
-Where a line carries both a wall-clock (syslog) and a kernel timestamp, `time` is the kernel's
-own (innermost) one; the syslog one is used when it is the only one. A /dev/kmsg record's
-microseconds are given as `dmesg` prints that clock ("512.100200").
-
-A log pasted from a mail or a commit message may be broken at a fixed width (``... type=Physical
-La`` / ``yer, id=00e0(Receiver ID)``). Such a line is one line (facts.md, "aer"): `unwrap_lines`
-joins each continuation (`continues`) to the line above it, as it was (the wrap kept every
-character, so nothing is added where the break split a word).
+`time` is the kernel's own (innermost) timestamp, else the syslog one; a /dev/kmsg record's
+microseconds read as `dmesg` prints them ("512.100200"). A line a fixed-width wrap broke
+(``... type=Physical La`` / ``yer, id=00e0(Receiver ID)``, a log pasted from a mail) is one
+line (facts.md, "aer"): `unwrap_lines` joins each continuation to the line above, as it was.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from itertools import islice, repeat
-from operator import contains
 
 from msgspec import Struct
 
 __all__ = [
     "LABEL",
+    "MAX_JOINED",
     "KernelLine",
-    "PlainLines",
     "continues",
     "iter_kernel_lines",
-    "may_continue",
     "split_kernel_line",
     "unwrap_lines",
 ]
@@ -163,75 +156,28 @@ def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
             yield record
 
 
-# `_PLAIN_LINE` in two: the stamp with its separator, then the test of what follows it (which
-# depends on that text alone, and is remembered for each text by `PlainLines`)
-_PLAIN_STAMP = re.compile(r"\[ {0,24}(\+?[0-9]{1,24}\.[0-9]{1,12})\] ?")
-_PLAIN_REST = re.compile(r"(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r")")
-_MAX_RESTS = 4096
-
-
-# A line's plain `dmesg` stamp: what `PlainLines.split` reads first (group 1 is the time).
-plain_stamp = _PLAIN_STAMP.match
-
-
-class PlainLines:
-    """`split` is (body, time) of a line `iter_kernel_lines` splits by its plain `dmesg` stamp
-    alone (as it would give them), else None: the line needs the whole of `iter_kernel_lines`.
-    The messages after the stamps are tested once each (an error storm repeats them).
-
-    `body_after` is the body `split` gives of any line whose text after its stamp (`plain_stamp`,
-    to the match's end) is `tail`, or None where `split` gives None for such a line (the
-    same for every stamp: the time is the stamp's group 1)."""
-
-    __slots__ = ("_plain",)
-
-    def __init__(self) -> None:
-        self._plain: dict[str, bool] = {}
-
-    def split(self, raw: str) -> tuple[str, str] | None:
-        if "\x00" in raw:
-            return None
-        line = raw.rstrip("\r\n")
-        stamp = _PLAIN_STAMP.match(line)
-        if stamp is None:
-            return None
-        body = self.body_after(line[stamp.end() :])
-        return None if body is None else (body, stamp[1])
-
-    def body_after(self, tail: str) -> str | None:
-        if "\x00" in tail:
-            return None
-        body = tail.rstrip("\r\n")
-        plain = self._plain.get(body)
-        if plain is None:
-            if len(self._plain) >= _MAX_RESTS:
-                self._plain.clear()
-            plain = self._plain[body] = _PLAIN_REST.match(body) is not None
-        return body if plain else None
-
-
-# A line of its own (`continues`) begins, after any indentation, with one of these: a bracket,
-# a console level or a firmware record's "{1}" (a timestamp, bit lines "[ 0] RxErr",
-# "[Hardware Error]: "); or it carries a label, a colon and a blank (a facility "NVRM: ", a
-# device prefix "pcieport 0000:00:1c.0: ", a syslog tag "host kernel: ", "TLP Header: ").
+# A line of its own (`continues`) begins with a bracket, a console level or a firmware record's
+# "{1}", or carries a label ("NVRM: ", "pcieport 0000:00:1c.0: ", "host kernel: ").
 _OWN_FIRST = "[<{"
 LABEL = ": "
 # A line that begins like a sentence ("Disabling lock debugging due to kernel taint").
 _SENTENCE = re.compile(r"[A-Z][a-z]")
+# A call-trace line ("show_stack+0x52/0x5c", "? __die+0x24/0x80 [nvidia]"): always its own.
+_CALL_TRACE = re.compile(r"(?:\? )?[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+")
+# A joined line is never longer (kernel lines are under 1 KiB): a log of short lines that each
+# look like the rest of the one above costs no memory or time growing with its size.
+MAX_JOINED = 4096
 
 
 def continues(above: str, line: str) -> bool:
-    """Whether `line` is the rest of the line `above` it (each with its line break or not),
-    broken by a fixed-width wrap (facts.md, "aer"): it carries no timestamp, device prefix or
-    facility of its own and cannot start a record. A line of its own begins with a bracket (a
-    timestamp, a bit line "[ 0] RxErr"), a console level or "{1}", carries a label (a colon and
-    a blank) or a log tool's prefix, ends with a colon or holds no word ("..."); so is a blank
-    line. Below a line with no timestamp (in a log whose lines carry none), an indented line (a
-    detail or call-trace line) and a sentence are lines of their own too; below a timestamped
-    line, a line with none is that record's (a wrap at a blank leaves the blank at its start)."""
+    """Whether `line` is the rest of the line `above` it, broken by a fixed-width wrap: it
+    carries no timestamp, prefix, label (a colon and a blank) or bracket of its own, is no
+    call-trace line (`show_stack+0x52/0x5c`), holds a word and does not end with a colon.
+    Below a line with no timestamp, an indented line or a sentence is a line of its own too;
+    below a timestamped one it is that record's (a wrap at a blank leaves the blank)."""
     line = line.rstrip("\r\n")
     text = line.lstrip()
-    if not text or text[0] in _OWN_FIRST or LABEL in text:
+    if not text or text[0] in _OWN_FIRST or LABEL in text or _CALL_TRACE.match(text):
         return False
     word = text.rstrip()
     if word.endswith(":") or not any(map(str.isalnum, word)) or not above.strip():
@@ -245,23 +191,19 @@ def continues(above: str, line: str) -> bool:
     return True
 
 
-def may_continue(lines: list[str]) -> bool:
-    """Whether a line of `lines` after the first may continue the line above it (`continues`);
-    where not, none does: each of them begins with a bracket (a `dmesg` log) or carries a label
-    (a log tool's tag, a facility, a device). Told in C."""
-    if all(map(str.startswith, islice(lines, 1, None), repeat("["))):
-        return False
-    return not all(map(contains, islice(lines, 1, None), repeat(LABEL)))
-
-
 def unwrap_lines(lines: Iterable[str]) -> Iterator[str]:
-    """The lines, each continuation (`continues`) joined to the line above it as it was (a
-    fixed-width wrap kept every character, so no space is added); the others as given."""
+    """The lines, each continuation (`continues`) joined to the line above it as it was (the
+    wrap kept every character), up to `MAX_JOINED` characters."""
     held: str | None = None
     for raw in lines:
         if held is not None:
             # (a bracket or a label begins or marks a line of its own: told without a call)
-            if raw[:1] != "[" and LABEL not in raw and continues(held, raw):
+            if (
+                raw[:1] != "["
+                and LABEL not in raw
+                and len(held) + len(raw) <= MAX_JOINED
+                and continues(held, raw)
+            ):
                 held = held.rstrip("\r\n") + raw
                 continue
             yield held

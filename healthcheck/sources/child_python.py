@@ -1,7 +1,7 @@
 """The one way sitscheck starts a Python interpreter: this one again, isolated.
 
-Every child interpreter (the kernel-log pre-filter worker, the `--load` and `--bandwidth`
-probes, a check's workload such as the TensorRT probe) is started here, as
+Every child interpreter (the `--load` and `--bandwidth` probes, a check's workload such as
+the TensorRT probe) is started here, as
 
     <sys.executable> -I <this file> MODULE ARGS...      cwd /, an explicit environment
 

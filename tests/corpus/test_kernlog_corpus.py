@@ -1,7 +1,8 @@
 """Every aer and xid sample of the shared corpus and of this checkout's own (`corpus_sets`)
-parses to exactly its annotated events, directly, after the per-line prefilter, and through the
-chunked anchor search. Raw lines are read as the scan reads them: a line a fixed-width wrap
-broke is one line (`unwrap_lines`), before anything tests what it holds."""
+parses to exactly its annotated events, directly, after the per-line prefilter, through the
+check's candidate lines and through the whole scan. Raw lines are read as the scan reads them:
+a line a fixed-width wrap broke is one line (`unwrap_lines`), before anything tests what it
+holds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sitscheck.kernlog.needles as needles_module
 import sitscheck.kernlog.scan as scan
 from corpus_sets import (
     assert_present_and_paired,
@@ -23,10 +23,11 @@ from corpus_sets import (
     sample_path,
     samples,
 )
+from fakes.kernel_lines import candidate_lines
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
 from sitscheck.contract.registry import discover
-from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, unwrap_lines
 
 
@@ -77,35 +78,20 @@ def test_prefilter_keeps_every_line_the_parser_needs(corpus_set: str, kind: str,
 
 
 @pytest.mark.parametrize(("corpus_set", "kind", "name"), CASES, ids=map(case_id, CASES))
-def test_bulk_prefilter_keeps_every_line_the_parser_needs(
+def test_candidate_lines_keep_every_line_the_parser_needs(
     corpus_set: str, kind: str, name: str
 ) -> None:
     spec = KINDS[kind]
     data = sample_path(corpus_set, kind, name).read_bytes()
     chunks = [data[at : at + 61] for at in range(0, len(data), 61)]
-    kept = list(iter_candidate_lines(chunks, spec.anchors, head_lines=spec.head_lines))
+    kept = list(candidate_lines(chunks, spec.anchors, spec.head_lines))
     assert spec.facts(kept) == spec.facts(data.decode().splitlines())
 
 
-@pytest.mark.parametrize(
-    "automaton",
-    [
-        pytest.param(False, id="probes"),
-        pytest.param(
-            True,
-            id="automaton",
-            marks=pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent"),
-        ),
-    ],
-)
 @pytest.mark.parametrize("corpus_set", sorted(roots()))
-def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
-    corpus_set: str, automaton: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every sample in one log, apart by enough other lines that its chunks are searched in
-    bulk (`NeedleFinder`: by the automaton, or through its probes), cut anywhere in a line:
-    the same as one chunk searched with `bytes.find`, and the lines counted as `scan_lines`
-    counts them."""
+def test_scan_file_finds_in_chunks_what_it_finds_in_one(corpus_set: str, tmp_path: Path) -> None:
+    """Every sample in one log, apart by other lines, read in chunks that cut lines anywhere
+    and in one: the same facts, and the lines counted as `scan_lines` counts them."""
     root = root_path(corpus_set)
     filler = [f"[{n:6d}.000000] usb 1-4: new high-speed USB device number {n}" for n in range(900)]
     lines: list[str] = []
@@ -114,35 +100,16 @@ def test_scan_file_finds_in_bulk_what_it_finds_line_by_line(
             lines += sample.read_text().splitlines() + filler
     path = tmp_path / "kern.log"
     path.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(needles_module, "AUTOMATON", automaton)
     interests = scan.declared_interests(discover())
-    bulk = _facts(scan.scan_file(path, interests, chunk_bytes=70_001))
-    monkeypatch.setattr(needles_module, "AUTOMATON", False)
-    monkeypatch.setattr(needles_module, "BULK_BYTES", path.stat().st_size + 1)
-    assert bulk == _facts(scan.scan_file(path, interests, chunk_bytes=path.stat().st_size))
-    assert bulk[0] == len(lines)
-    found = bulk[1]
+    chunked = _facts(scan.scan_file(path, interests, chunk_bytes=70_001))
+    assert chunked == _facts(scan.scan_file(path, interests, chunk_bytes=path.stat().st_size))
+    assert chunked == _facts(scan.scan_lines(lines, interests))
+    assert chunked[0] == len(lines)
+    found = chunked[1]
     aer, xid = KINDS["aer"], KINDS["xid"]
     shared = corpus_set == "shared"
     assert found["pcie_aer"]["event_count"] >= (aer.minimum if shared else aer.own_minimum)
     assert found["xid"]["event_count"] >= (xid.minimum if shared else xid.own_minimum)
-
-
-@pytest.mark.parametrize("corpus_set", sorted(roots()))
-def test_scan_file_finds_in_a_worker_what_it_finds_itself(corpus_set: str, tmp_path: Path) -> None:
-    """Every sample in one log, read by the pre-filter worker (`prefilter_pipe`) and by the
-    scan's own pre-filter: the same facts and line count."""
-    root = root_path(corpus_set)
-    lines: list[str] = []
-    for kind in sorted(KINDS):
-        for sample in sorted((root / kind).glob("*.txt")):
-            lines += sample.read_text().splitlines()
-    path = tmp_path / "kern.log"
-    path.write_text("\n".join(lines) + "\n")
-    interests = scan.declared_interests(discover())
-    there = _facts(scan.scan_file(path, interests, worker_from=0, chunk_bytes=70_001))
-    assert there == _facts(scan.scan_file(path, interests, worker_from=None))
-    assert there[0] == len(lines) and there[1]["pcie_aer"]["event_count"] > 0
 
 
 def _facts(scanned: tuple[int, dict[str, Any]]) -> tuple[int, dict[str, Any]]:

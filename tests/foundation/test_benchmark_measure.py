@@ -1,5 +1,5 @@
 """benchmarks.measure: a command's peak RSS counts its children that run the same program
-too (a scan's pre-filter worker is one), summed, not only the largest of them as wait4 gives
+too (a `--load` probe is one), summed, not only the largest of them as wait4 gives
 it; the other programs it runs are not counted."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# Holds 64 MiB and, from a thread that lives on (as a check's thread starts the scan's worker),
+# Holds 64 MiB and, from a thread that lives on (as a check's thread starts its probe),
 # starts a child that holds 64 MiB too; says so, and waits for stdin to close.
 TREE = """
 import subprocess, sys, threading

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fakes.kernel_lines import candidate_lines
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.tensorrt.parse import scan_trt_log
 from sitscheck.checks.topology.parse import TopoParseError, parse_topo
@@ -31,7 +32,6 @@ from sitscheck.daemon.state import STATE_FILE, load_state
 from sitscheck.engine.cel import CelEnvironment
 from sitscheck.engine.loader import load_rules
 from sitscheck.errors import BundleError, ConfigError, RuleError
-from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.scan import declared_interests, scan_lines
 from sitscheck.site_config import load_site_config
@@ -143,11 +143,9 @@ def kernel_log(data: bytes) -> None:
         assert sum(g["count"] for g in facts["groups"]) == facts["event_count"] == tally.count
     third = max(len(data) // 3, 1)
     chunks = [data[i : i + third] for i in range(0, len(data), third)]
-    found = iter_candidate_lines(iter(chunks), AER_ANCHORS + XID_ANCHORS, head_lines=HEAD_LINES)
-    wanted = [raw for raw in found if might_be_aer(raw) or might_be_xid(raw)]
-    candidates = list(iter_kernel_lines(wanted))
-    parse_aer(candidates)
-    parse_xid(candidates)
+    aer_lines = candidate_lines(iter(chunks), AER_ANCHORS, HEAD_LINES)
+    parse_aer(list(iter_kernel_lines(filter(might_be_aer, aer_lines))))
+    parse_xid(list(iter_kernel_lines(filter(might_be_xid, candidate_lines(chunks, XID_ANCHORS)))))
 
 
 # ---- files: rule files, site config, daemon state, bundles ----------------------------------

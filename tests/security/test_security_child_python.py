@@ -1,8 +1,8 @@
 """Every Python child sitscheck starts runs isolated: a planted `importlib.py` or `sitscheck/`
 in the working directory (a bundle someone sent, `cd`'d into) never runs as the caller, for
-each child (the kernel-log pre-filter worker, the `--load` and `--bandwidth` probes, the
-TensorRT probe); and the child still imports what the parent imported (a module found only
-through the parent's PYTHONPATH), from `/`, with only the environment a command inherits."""
+each child (the `--load` and `--bandwidth` probes, the TensorRT probe); and the child still
+imports what the parent imported (a module found only through the parent's PYTHONPATH), from
+`/`, with only the environment a command inherits."""
 
 from __future__ import annotations
 
@@ -16,13 +16,9 @@ from pathlib import Path
 import pytest
 from sitscheck.app import installed_evidence
 from sitscheck.gpu.identity import GpuRef
-from sitscheck.kernlog.anchor import Anchor
-from sitscheck.kernlog.prefilter_pipe import PrefilterWorker
 from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
-
-XID = "[ 12.5] NVRM: Xid (PCI:0000:18:00): 79, pid=0, GPU has fallen off the bus."
 
 
 @pytest.fixture
@@ -42,26 +38,6 @@ def planted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], lis
         return ran.read_text(encoding="utf-8").split() if ran.exists() else []
 
     return what_ran
-
-
-@pytest.mark.parametrize("parent_path", ["as started", "with the working directory"])
-def test_the_pre_filter_worker_runs_nothing_planted(
-    parent_path: str,
-    tmp_path: Path,
-    planted: Callable[[], list[str]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Also where the parent's own path holds '' (a program started by `python -c`, or a
-    notebook, that imported sitscheck and then changed into the bundle)."""
-    if parent_path != "as started":
-        monkeypatch.setattr(sys, "path", ["", *sys.path])
-    log = tmp_path / "kern.log"
-    log.write_text("[ 1.0] hello\n" + XID + "\n[ 13.0] bye\n", encoding="utf-8")
-    with log.open("rb", buffering=0) as handle:
-        with PrefilterWorker(handle, [Anchor(b"NVRM: Xid")]) as worker:
-            lines = [line for batch in worker.batches() for line in batch]
-    assert planted() == []
-    assert lines == [XID] and worker.lines == 3  # the worker itself ran
 
 
 def test_the_load_workload_runs_nothing_planted(planted: Callable[[], list[str]]) -> None:

@@ -22,8 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 TREE = ("healthcheck", "checks", "rules", "tests", "tools", "benchmarks", "packaging")
 PACKAGE = ("healthcheck", "checks")
 # Where the package may start a process: the command runner, and `child_python`, the one way
-# of starting a Python child (the pre-filter worker, the --load, --bandwidth and TensorRT
-# probes), isolated.
+# of starting a Python child (the --load, --bandwidth and TensorRT probes), isolated.
 SPAWNERS = {
     "healthcheck/sources/command.py",
     "healthcheck/sources/child_python.py",

@@ -278,7 +278,7 @@ def tally_of(lines: list[str], handler_type: type[AerLines] = AerLines) -> AerTa
     """The AER tally of raw log lines, read by `handler_type` (the parser, or a variant)."""
     handler = handler_type()
     for line in iter_kernel_lines(lines):
-        handler.feed_text(line.body, line.time)
+        handler.feed(line.body, line.time)
     tally = handler.finish()
     assert tally is not None
     return tally

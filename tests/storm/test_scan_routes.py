@@ -1,34 +1,20 @@
-"""The one kernel-log pass routes each line: a handler with `feed_text` gets the lines its own
-interest wants (as message and time), any other every candidate line (as a `KernelLine`),
-and both see what they saw when every handler was fed every candidate line."""
+"""The one kernel-log pass feeds each handler (`feed(text, time)`) the lines its own interest
+wants, in log order: those near its anchors that its `wants` test accepts. What other checks
+declare changes nothing of it."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from sitscheck.checks.pcie_aer.check import KERNEL_LOG as AER
 from sitscheck.checks.xid.check import KERNEL_LOG as XID
 from sitscheck.contract import Anchor, KernelLogInterest
-from sitscheck.kernlog.lines import KernelLine, iter_kernel_lines
+from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.scan import scan_lines
 
-
-class Everything:
-    """A plugin's handler without `feed_text`: it keeps every line it is given."""
-
-    def __init__(self) -> None:
-        self.lines: list[KernelLine] = []
-
-    def feed(self, line: Any) -> None:
-        self.lines.append(line)
-
-    def finish(self) -> list[KernelLine]:
-        return self.lines
-
-
-PLUGIN = KernelLogInterest(anchors=(Anchor(b"usb"),), handler=f"{__name__}:Everything")
+TEXTS = "fakes.kernel_lines:Seen"  # keeps every line's message and time
+PLUGIN = KernelLogInterest(anchors=(Anchor(b"usb", after=1),), handler=TEXTS)
 LOG = [
     "[    1.000000] usb 1-4: new high-speed USB device number 2",
+    "[    1.500000] usb 1-4: New USB device found, idVendor=0bda",
     "[    2.000000] pcieport 0000:00:01.0: AER: Corrected error message received from 0000:00:06.0",
     "[    2.000001] nvidia 0000:00:06.0:    [ 0] RxErr                  (First)",
     "Sep 19 16:18:02 node kernel: NVRM: Xid (PCI:0000:00:06): 13, pid=1, name=a, Graphics",
@@ -36,39 +22,19 @@ LOG = [
 ]
 
 
-def test_a_handler_without_feed_text_gets_every_candidate_line() -> None:
+def _pairs(lines: list[str]) -> list[tuple[str, str | None]]:
+    return [(line.body, line.time) for line in iter_kernel_lines(lines)]
+
+
+def test_a_handler_is_fed_the_message_and_time_of_each_line_its_anchors_want() -> None:
+    """Without a `wants` test, every line near its anchors: the lines holding "usb" and the
+    one after each (the AER header after the second), none of the other checks' lines."""
     lines, results = scan_lines(LOG, {"pcie_aer": AER, "xid": XID, "plugin": PLUGIN})
     assert lines == len(LOG)
-    # candidates: the lines some interest wants (the EXT4 line none does)
-    assert results["plugin"] == list(iter_kernel_lines(LOG[:4]))
+    assert results["plugin"] == _pairs(LOG[:3])
     assert results["pcie_aer"].count == 1 and results["xid"].count == 1
     (xid,) = results["xid"].storm.kept
     assert xid.time == "Sep 19 16:18:02" and xid.xid == 13
-
-
-def test_the_own_routes_alone_read_the_same() -> None:
-    _, alone = scan_lines(LOG, {"pcie_aer": AER, "xid": XID})
-    _, with_plugin = scan_lines(LOG, {"pcie_aer": AER, "xid": XID, "plugin": PLUGIN})
-    for name in ("pcie_aer", "xid"):
-        assert alone[name].storm.facts(lambda e: e.to_fact()) == with_plugin[name].storm.facts(
-            lambda e: e.to_fact()
-        )
-
-
-class Texts:
-    """A handler with `feed_text`: it keeps the (message, time) pairs it is given."""
-
-    def __init__(self) -> None:
-        self.texts: list[tuple[str, str | None]] = []
-
-    def feed(self, line: Any) -> None:
-        self.feed_text(line.body, line.time)
-
-    def feed_text(self, body: str, time: str | None) -> None:
-        self.texts.append((body, time))
-
-    def finish(self) -> list[tuple[str, str | None]]:
-        return self.texts
 
 
 ASKED: list[str] = []
@@ -81,49 +47,39 @@ def wants_gpu(raw: str) -> bool:
 
 
 COUNTED = KernelLogInterest(
-    anchors=(Anchor(b"gpu"),), handler=f"{__name__}:Texts", wants=f"{__name__}:wants_gpu"
+    anchors=(Anchor(b"fault", after=1),), handler=TEXTS, wants=f"{__name__}:wants_gpu"
 )
 
 
-def storm_of(messages: list[str], repeat: int) -> list[str]:
-    return [
-        f"[{n * len(messages) + m:5d}.{n:06d}] {message}"
-        for n in range(repeat)
-        for m, message in enumerate(messages)
+def test_a_wants_test_is_asked_of_the_lines_near_its_anchors_alone() -> None:
+    log = [
+        "[ 1.0] gpu 0: fault",
+        "[ 2.0] gpu 0: reset",  # after a fault: asked, wanted
+        "[ 3.0] gpu 1: ok",  # far from any fault: never asked
+        "[ 4.0] disk: fault",  # asked, not wanted
+        "Sep 19 16:18:02 node kernel: gpu 3: after it",  # asked (the raw line), wanted
+    ]
+    ASKED.clear()
+    _, results = scan_lines(log, {"counted": COUNTED})
+    assert ASKED == [log[0], log[1], log[3], log[4]]
+    assert results["counted"] == [
+        ("gpu 0: fault", "1.0"),
+        ("gpu 0: reset", "2.0"),
+        ("gpu 3: after it", "Sep 19 16:18:02"),
     ]
 
 
-def test_a_storm_is_routed_by_its_messages_each_tested_once() -> None:
-    messages = ["gpu 0: fault", "disk: ok", "gpu 1: fault", "\tgpu   2: raw tab", ""]
-    log = storm_of(messages, 50)
-    log.insert(7, "Sep 19 16:18:02 node kernel: gpu 3: syslog stamp")  # no plain stamp
-    log.insert(9, "[  12.5] gpu\x00 nul")  # split as a whole line, never by the stamp alone
-    ASKED.clear()
-    _, results = scan_lines(log, {"counted": COUNTED})
-    expected = [(line.body, line.time) for line in iter_kernel_lines(log) if "gpu" in line.body]
-    assert results["counted"] == expected
-    # each distinct message after a plain stamp once, each other line each time
-    stamped = {line.split("] ", 1)[1] for line in log if line[0] == "[" and "\x00" not in line}
-    assert len(ASKED) == len(stamped) + 2
-
-
-def test_the_remembered_messages_are_bounded() -> None:
-    from sitscheck.kernlog import scan
-
-    distinct = [f"gpu {n}: fault" for n in range(scan._MAX_PLANS + 10)]
-    log = storm_of(distinct, 2)
-    ASKED.clear()
-    _, results = scan_lines(log, {"counted": COUNTED})
-    assert [body for body, _ in results["counted"]] == distinct * 2
-    assert len(ASKED) > len(distinct)  # forgotten when full, asked again: memory stays bounded
-
-
-def test_a_storm_line_two_handlers_want_reaches_both_in_order() -> None:
-    """Lines with a plain stamp that two `feed_text` handlers want (and one only one wants):
-    each handler gets each of its lines, with its time, in log order."""
-    both = KernelLogInterest(anchors=(Anchor(b"gpu"),), handler=f"{__name__}:Texts")
-    log = storm_of(["gpu 0: fault", "gpu 1: xid", "disk: ok"], 30)
-    _, results = scan_lines(log, {"counted": COUNTED, "both": both, "xid": XID})
-    expected = [(line.body, line.time) for line in iter_kernel_lines(log) if "gpu" in line.body]
-    assert results["counted"] == expected and results["both"] == expected
-    assert len(expected) == 60
+def test_what_other_checks_declare_changes_nothing_a_check_is_fed() -> None:
+    """A check's lines are its own interest's: the same alone as beside the others (a line
+    another check's window holds, such as a bare "fallen off the bus" message after an AER
+    header, is not the xid check's, whose anchors are "Xid" and "NVRM")."""
+    log = [*LOG[:4], "[    2.000002] nvidia 0000:00:06.0: GPU has fallen off the bus.", *LOG[4:]]
+    together = {"pcie_aer": AER, "xid": XID, "plugin": PLUGIN, "counted": COUNTED}
+    _, all_results = scan_lines(log, together)
+    for name, interest in together.items():
+        _, alone = scan_lines(log, {name: interest})
+        mine, theirs = alone[name], all_results[name]
+        if hasattr(mine, "storm"):
+            mine, theirs = (r.storm.facts(lambda e: e.to_fact()) for r in (mine, theirs))
+        assert mine == theirs, name
+    assert all_results["xid"].count == 1  # the Xid line alone

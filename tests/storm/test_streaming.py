@@ -94,7 +94,7 @@ def test_xid_groups_streamed_are_those_of_the_whole_list(tmp_path: Path) -> None
     whole = parse_xid(iter_kernel_lines(lines))
     handler = XidLines()
     for line in iter_kernel_lines(lines):
-        handler.feed(line)
+        handler.feed(line.body, line.time)
     tally = handler.finish()
     assert tally is not None and tally.count == len(whole) > MAX_EVENTS // 2
     assert tally.storm.facts(lambda e: e.to_fact()) == XidTally.of(whole).storm.facts(
@@ -182,7 +182,7 @@ def _held_by(handler: AerLines | XidLines, raw: Iterable[str]) -> int:
     try:
         before = tracemalloc.get_traced_memory()[0]
         for line in lines:
-            handler.feed_text(line.body, line.time)
+            handler.feed(line.body, line.time)
         gc.collect()
         return tracemalloc.get_traced_memory()[0] - before
     finally:
@@ -222,7 +222,7 @@ def test_a_report_held_open_while_thousands_pass_is_closed_and_memory_stays_boun
     open_one = "[0.000000] pcieport 0000:00:02.0: AER: Uncorrected (Fatal) error received: " + GPU0
     handler = AerLines()
     for line in iter_kernel_lines([open_one, *corrected_storm(10_000)]):
-        handler.feed_text(line.body, line.time)
+        handler.feed(line.body, line.time)
         assert len(handler._reports.slots) <= MAX_HELD + FLUSH_EVERY + 1
     tally = handler.finish()
     assert tally is not None and tally.count == 10_001

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sitscheck.kernlog.chunks import Anchor, iter_candidate_lines
+from fakes.kernel_lines import candidate_lines
+from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import (
+    MAX_JOINED,
     KernelLine,
     continues,
     iter_kernel_lines,
@@ -160,7 +162,7 @@ def test_iter_is_lazy() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# iter_candidate_lines: the bulk pre-filter
+# candidate_lines: the lines the anchors want
 
 
 def _chunked(data: bytes, size: int) -> list[bytes]:
@@ -190,26 +192,26 @@ LOG = b"".join(
 @pytest.mark.parametrize("size", [1, 2, 7, 64, 1 << 20])
 def test_candidate_lines_keep_hits_and_their_windows_across_any_chunking(size: int) -> None:
     anchors = [Anchor(b"AER:", after=3), Anchor(b"fallen off the bus", before=2)]
-    got = list(iter_candidate_lines(_chunked(LOG, size), anchors))
+    got = list(candidate_lines(_chunked(LOG, size), anchors))
     lines = LOG.decode().splitlines()
     assert got == [lines[i] for i in (1, 2, 3, 5, 6, 7, 8)]
 
 
 def test_candidate_lines_overlapping_windows_give_each_line_once() -> None:
     anchors = [Anchor(b"0000:00:03.0", before=1, after=1), Anchor(b"Timeout", after=5)]
-    got = list(iter_candidate_lines([LOG], anchors))
+    got = list(candidate_lines([LOG], anchors))
     lines = LOG.decode().splitlines()
     assert got == lines[4:11]
 
 
 def test_candidate_lines_last_line_without_newline_and_invalid_utf8() -> None:
     data = b"a AER: x\n\xff\xfe AER: y"
-    assert list(iter_candidate_lines(_chunked(data, 3), [Anchor(b"AER:")])) == [
+    assert list(candidate_lines(_chunked(data, 3), [Anchor(b"AER:")])) == [
         "a AER: x",
         "\ufffd\ufffd AER: y",
     ]
-    assert list(iter_candidate_lines([], [Anchor(b"AER:")])) == []
-    assert list(iter_candidate_lines([b"no match\n"], [Anchor(b"AER:", before=3)])) == []
+    assert list(candidate_lines([], [Anchor(b"AER:")])) == []
+    assert list(candidate_lines([b"no match\n"], [Anchor(b"AER:", before=3)])) == []
 
 
 # facts.md "aer": a line a fixed-width wrap broke is one line. The first two lines of the own
@@ -270,6 +272,11 @@ def test_a_continuation_is_the_rest_of_the_line_above(above: str, line: str) -> 
         (FOLDED[0], "TLP Header: 34000000 00000052 00000000 00000000"),
         # below a line with no timestamp: an indented line, a sentence
         (FOLDED[0], " dump_stack_lvl+0x4c/0x70"),
+        # a call-trace line, below a stamped line too (a log that mixes stamped and unstamped
+        # lines: the Xid message above it is not continued)
+        (STAMPED[0], "  show_stack+0x52/0x5c"),
+        ("[ 5.0] NVRM: Xid (PCI:0000:91:00): 79, pid=1, GPU has fallen off", " ? __die+0x24/0x80"),
+        (STAMPED[0], "nvkms_call_rm+0x5a/0x80 [nvidia_modeset]"),
         (FOLDED[0], "Disabling lock debugging due to kernel taint"),
         (FOLDED[0], "Kernel panic - not syncing: Fatal hardware error!"),
         # no word, a heading, a blank line; nothing above
@@ -291,3 +298,12 @@ def test_a_line_broken_twice_is_one_line_and_each_break_is_joined_as_it_was() ->
     pieces = [line[:60], line[60:66], line[66:80], line[80:]]
     assert list(unwrap_lines([*pieces, line])) == [line, line]
     assert list(unwrap_lines([])) == []
+
+
+def test_a_line_is_joined_to_at_most_max_joined_characters() -> None:
+    """A log of short lines that each look like the rest of the one above (no prefix, no
+    label) stays many lines: memory and time never grow with the length of such a run."""
+    lines = ["word"] * (3 * MAX_JOINED)
+    joined = list(unwrap_lines(lines))
+    assert "".join(joined) == "word" * len(lines)
+    assert all(len(line) <= MAX_JOINED for line in joined) and len(joined) == 12

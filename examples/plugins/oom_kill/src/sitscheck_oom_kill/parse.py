@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-if TYPE_CHECKING:  # the handler receives `KernelLine`s; nothing else of sitscheck is needed
+if TYPE_CHECKING:  # `parse_oom_kills` reads `KernelLine`s; the handler needs nothing of sitscheck
     from sitscheck.contract import KernelLine
 
 __all__ = [
@@ -182,19 +182,18 @@ class _Report:
 
 class OomKillLines:
     """The oom_kill check's line handler in the one kernel-log pass (`KernelLogInterest`):
-    fed every candidate line in log order, it keeps the OOM-killer lines and ignores the rest.
-    It reads the lines holding one of the check's anchors (check.py): "Killed process ",
-    "Kill process ", "oom-kill:", "oom_reaper: reaped process ", " invoked oom-killer:"."""
+    fed, in log order, the message and time of each line holding one of the check's anchors
+    (check.py): "Killed process ", "Kill process ", "oom-kill:", "oom_reaper: reaped process ",
+    " invoked oom-killer:"."""
 
     def __init__(self) -> None:
         self._kills: list[OomKill] = []
         self._unreaped: dict[int, int] = {}  # pid -> its latest kill not yet reaped
         self._report = _Report()
 
-    def feed(self, line: KernelLine) -> None:
-        body = line.body
+    def feed(self, body: str, time: str | None) -> None:
         if "Killed process " in body:
-            self._killed(body, line.time)
+            self._killed(body, time)
         elif "oom_reaper: reaped process " in body:
             self._reaped(body)
         elif body.startswith("oom-kill:"):
@@ -290,7 +289,7 @@ def parse_oom_kills(lines: list[KernelLine]) -> list[OomKill]:
     """Every OOM kill in `lines` (already split into `KernelLine`s), in log order."""
     handler = OomKillLines()
     for line in lines:
-        handler.feed(line)
+        handler.feed(line.body, line.time)
     return handler.finish()
 
 
