@@ -13,7 +13,7 @@ from sitscheck.models import Device, Evidence, Finding, Severity
 
 from .catalog import XidInfo
 from .codes import ACTION_TEXT
-from .parse import XidEvent
+from .events import XidEvent
 from .tally import EXCERPT, FALLEN_OFF_BUS, XidTally
 
 # NVML's nvmlDeviceGetFieldValues(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION) values.

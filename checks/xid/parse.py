@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from msgspec import Struct
 from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine
 
 from .check import KERNEL_LOG
+from .events import XidEvent
 from .tally import XidTally
 
 __all__ = ["XID_ANCHORS", "XidEvent", "XidLines", "might_be_xid", "parse_xid"]
@@ -59,32 +59,6 @@ _UNKNOWN = ("<unknown>", "'<unknown>'", "", "N/A", "'N/A'")
 # For `candidates.candidate_lines`: Xid and SXid lines, and every NVRM line (fallen-off messages,
 # the lines of the three-line one, GSP dumps).
 XID_ANCHORS: tuple[Anchor, ...] = KERNEL_LOG.anchors  # as the check declares them
-
-
-class XidEvent(Struct, frozen=True):
-    """One Xid, SXid or fallen-off-the-bus report."""
-
-    device: str | None
-    xid: int | None
-    sxid: int | None
-    pid: int | None
-    process: str | None
-    message: str
-    time: str | None = None
-    gpu_instance: int | None = None
-    compute_instance: int | None = None
-    details: tuple[str, ...] = ()
-
-    def to_fact(self) -> dict[str, object]:
-        return {
-            "device": self.device,
-            "xid": self.xid,
-            "sxid": self.sxid,
-            "pid": self.pid,
-            "process": self.process,
-            "time": self.time,
-            "message": self.message,
-        }
 
 
 def might_be_xid(raw_line: str) -> bool:

@@ -9,15 +9,11 @@ first 1,000 events, groups). Memory grows with the number of groups, not of even
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sitscheck.kernlog.storm import BoundedEvents, Tally, xid_events
 from sitscheck.kernlog.times import seconds
 
 from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
-
-if TYPE_CHECKING:  # the parser hands its events here (`parse.XidLines`)
-    from .parse import XidEvent
+from .events import XidEvent
 
 FALLEN_OFF_BUS = 79
 EXCERPT = 3  # reports quoted in a finding's excerpt
