@@ -3,6 +3,7 @@ enter."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -12,6 +13,14 @@ import pytest
 from corpus_paths import REPO_ROOT, SHARED_CORPUS
 
 __all__ = ["REPO_ROOT", "SHARED_CORPUS"]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the CPUs this process may use. Many tests wait on a
+    child process or a deadline (hung workloads, killed commands): the extra worker keeps the
+    CPUs busy meanwhile (2 cores: 153 s with 2 workers, 118 s with 3)."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return (len(usable) if usable else os.cpu_count() or 1) + 1
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -16,6 +16,9 @@ if str(HERE) not in sys.path:
 
 from judged import CHECKS, RECORDED, inputs, read_recorded  # noqa: E402
 
+# the split judges against the old code over every corpus text (~5 CPU-s): in the slow suite
+pytestmark = pytest.mark.slow
+
 CASES = [(check, name) for check in CHECKS for name in inputs(check)]
 
 

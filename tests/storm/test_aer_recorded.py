@@ -17,6 +17,9 @@ if str(HERE) not in sys.path:
 
 from aer_recorded import RECORDED, inputs, read_recorded, record, whole  # noqa: E402
 
+# the AER parser against the old one over the corpus, mixes and storms (~5 CPU-s): slow suite
+pytestmark = pytest.mark.slow
+
 INPUTS = inputs()
 RECORDS = read_recorded()
 
