@@ -19,11 +19,11 @@ from sitscheck.contract import CheckContext, CheckOutput, Sources
 from sitscheck.contract.phase_record import (
     Entry,
     PhaseRecord,
-    RecordError,
     applicable,
     count,
     no_gpu_took_part,
     parse_record,
+    read_artifact,
 )
 from sitscheck.models import Finding, Severity
 from sitscheck.probes.nccl import STARTING
@@ -39,14 +39,8 @@ class MultiGpuImpl:
         return applicable(sources, RECORD)
 
     def collect(self, ctx: CheckContext) -> CheckOutput:
-        artifact = ctx.sources.artifact(RECORD)
-        if artifact.text is None:
-            return CheckOutput(error=f"{RECORD}: {artifact.reason}")
-        try:
-            record = parse_record(artifact.text)
-        except RecordError as exc:
-            return CheckOutput(error=f"{artifact.ref}: {exc}")
-        return judge(record)
+        record = read_artifact(ctx, RECORD, parse_record)
+        return record if isinstance(record, CheckOutput) else judge(record)
 
 
 def judge(record: PhaseRecord) -> CheckOutput:

@@ -12,7 +12,7 @@ import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from msgspec import Struct, field
 
@@ -20,6 +20,7 @@ from ..models import Device, Finding, Severity
 from . import CheckContext, CheckOutput, Sources
 
 FORMAT = "sitscheck-accept"
+T = TypeVar("T")
 
 
 class RecordError(ValueError):
@@ -116,16 +117,26 @@ def applicable(sources: Sources, record: str) -> str | None:
 Judge = Callable[[PhaseRecord, list[Entry]], CheckOutput]
 
 
+def read_artifact(
+    ctx: CheckContext, name: str, parse: Callable[[str], T], label: str | None = None
+) -> T | CheckOutput:
+    """The record `name` the sources hold, read by `parse`; else the check's UNKNOWN output:
+    why it is absent (`label`, default the name), or where and how it does not parse."""
+    artifact = ctx.sources.artifact(name)
+    if artifact.text is None:
+        return CheckOutput(error=f"{label or name}: {artifact.reason}")
+    try:
+        return parse(artifact.text)
+    except ValueError as exc:  # each record's RecordError
+        return CheckOutput(error=f"{artifact.ref}: {exc}")
+
+
 def judge_phase(ctx: CheckContext, record_name: str, hung_code: str, judge: Judge) -> CheckOutput:
     """The shared part of every acceptance check: read the record, handle what did not run,
     hand the GPUs that ran to `judge`, and add the hung GPUs' findings and the rest's reasons."""
-    artifact = ctx.sources.artifact(record_name)
-    if artifact.text is None:
-        return CheckOutput(error=f"{record_name}: {artifact.reason}")
-    try:
-        record = parse_record(artifact.text)
-    except RecordError as exc:
-        return CheckOutput(error=f"{artifact.ref}: {exc}")
+    record = read_artifact(ctx, record_name, parse_record)
+    if isinstance(record, CheckOutput):
+        return record
     if record.skipped is not None:
         return CheckOutput(facts={"engine": record.engine, "gpus": []},
                            not_judged=[f"{record.phase} not run: {record.skipped}"])  # fmt: skip

@@ -457,31 +457,36 @@ def _end_all(
                 _finish(child, code, stopped, clock)
             else:
                 _judge_unfinished(child, stopped, deadline, startup_s, clock, ended)
-    for child in started:
-        _signal_group(child, signal.SIGTERM)
-    grace_ends = time.monotonic() + STOP_GRACE_S
+    _signal_and_wait(started, signal.SIGTERM, STOP_GRACE_S)
+    # the group's other members too, if the child started any
+    for child in _signal_and_wait(started, signal.SIGKILL, REAP_S):
+        assert child.process is not None
+        child.reason = (child.reason + "; " if child.reason else "") + (
+            f"its process {child.process.pid} did not end after SIGKILL (stuck in the "
+            "kernel driver?)"
+        )
     for child in started:
         assert child.process is not None
-        try:
-            child.process.wait(timeout=max(grace_ends - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
-            pass
-    for child in started:  # the group's other members too, if the child started any
-        _signal_group(child, signal.SIGKILL)
-    reap_ends = time.monotonic() + REAP_S
-    for child in started:
-        assert child.process is not None
-        try:
-            child.process.wait(timeout=max(reap_ends - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            child.reason = (child.reason + "; " if child.reason else "") + (
-                f"its process {child.process.pid} did not end after SIGKILL (stuck in the "
-                "kernel driver?)"
-            )
         if child.process.stdout is not None:
             if _registered(child, selector):
                 selector.unregister(child.process.stdout)
             child.process.stdout.close()
+
+
+def _signal_and_wait(children: list[Child], sig: int, seconds: float) -> list[Child]:
+    """`sig` to every child's group, then up to `seconds` for all of them together; the
+    children still running after it."""
+    for child in children:
+        _signal_group(child, sig)
+    ends = time.monotonic() + seconds
+    left = []
+    for child in children:
+        assert child.process is not None
+        try:
+            child.process.wait(timeout=max(ends - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            left.append(child)
+    return left
 
 
 def _signal_group(child: Child, sig: int) -> None:
