@@ -12,6 +12,15 @@ from sitscheck.contract import (
 )
 from sitscheck.status import Layer
 
+# Of the lines after an anchor, those the parser reads hold one of these words: "Error" stands
+# for "PCIe Bus Error" and "[Hardware Error]", "DPC" for a containment report; the rest are
+# the detail lines some kernels print without "AER:" (the status word, the 4.x "can't find"
+# note, the bit lines of 4.x+ ":    [ 0] RxErr", of 2.6/3.x ":  [ 0] ..." and collapsed
+# ": [14] CmpltTO" / ": [0] RxErr": a bit of the 32-bit status word). Under 64 words, all
+# are found at once in SIMD (`kernlog.candidates.finder`).
+_BIT_INDICES = tuple(f": [{bit:2d}]" for bit in range(32)) + tuple(f": [{b}]" for b in range(10))
+AER_WORDS = ("AER", "Error", "status/mask", "DPC", "aer_", "find device of ID", ":    [", ":  [")
+
 KERNEL_LOG = KernelLogInterest(
     # "AER" and firmware-first "[Hardware Error]" reports with the detail lines after them,
     # and DPC containments (no "AER" before their details)
@@ -21,7 +30,7 @@ KERNEL_LOG = KernelLogInterest(
         Anchor(b"DPC", after=48),
     ),
     handler="sitscheck.checks.pcie_aer.parse:AerLines",
-    wants="sitscheck.checks.pcie_aer.parse:might_be_aer",
+    wants=tuple(word.encode() for word in AER_WORDS + _BIT_INDICES),
     head_lines=48,
 )
 

@@ -29,6 +29,7 @@ import re
 
 from msgspec import Struct
 
+from .check import KERNEL_LOG
 from .events import CORRECTABLE_BITS, UNCORRECTABLE_BITS
 
 UNCORRECTABLE = "uncorrectable"  # a provisional severity: uncorrectable, fatality unknown
@@ -243,35 +244,9 @@ Said = (
 
 
 def might_be_aer(raw_line: str) -> bool:
-    """Cheap substring test: False only for lines `read_message` never needs (raw or body).
-
-    "Error" stands for "PCIe Bus Error" and "[Hardware Error]", "DPC" for a containment report;
-    the rest are the detail lines some kernels print without "AER:" (status word, bit lines, the
-    4.x "can't find" note).
-    """
-    if "AER" in raw_line or "Error" in raw_line or "status/mask" in raw_line:
-        return True
-    if "DPC" in raw_line:
-        return True
-    if "aer_" in raw_line or "find device of ID" in raw_line:
-        return True
-    if ":    [" in raw_line or ":  [" in raw_line:  # bit lines of 4.x+ and of 2.6/3.x
-        return True
-    at = raw_line.find(": [")
-    return at >= 0 and _has_bit_index(raw_line, at)
-
-
-def _has_bit_index(raw_line: str, at: int) -> bool:
-    """A whitespace-collapsed bit line: ": [14] CmpltTO" / ": [ 0] RxErr" / ": [0] RxErr"."""
-    while at >= 0:
-        window = raw_line[at + 3 : at + 6]
-        if len(window) >= 2 and window[0] in " 0123456789":
-            if window[1].isdigit() and window[2:3] == "]":
-                return True
-            if window[0] != " " and window[1] == "]":
-                return True
-        at = raw_line.find(": [", at + 3)
-    return False
+    """Whether a line holds one of the words the check wants (`check.AER_WORDS`, bit indices):
+    False only for lines `read_message` never needs (raw or body)."""
+    return KERNEL_LOG.wanted(raw_line)
 
 
 def read_message(body: str) -> Said | None:

@@ -15,7 +15,6 @@ from sitscheck.status import Layer
 KERNEL_LOG = KernelLogInterest(
     anchors=(Anchor(b"Xid"), Anchor(b"NVRM")),
     handler="sitscheck.checks.xid.parse:XidLines",
-    wants="sitscheck.checks.xid.parse:might_be_xid",
 )
 
 

@@ -14,6 +14,7 @@ import importlib
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from enum import Enum
+from functools import lru_cache
 from typing import Any, Protocol, TypeVar
 
 from msgspec import Struct, field
@@ -245,15 +246,23 @@ class KernelLogInterest(Struct, frozen=True):
     """A check's part in the one kernel-log pass: anchors (substrings found in C over the
     whole log, with the neighbouring lines each asks for) and a line handler ("module:
     attribute", a class or factory made once per pass). The candidate lines are those near
-    any interest's anchors; `head_lines`: the log's first lines are candidates too (the tail
-    of a report cut off by the start of the log). Of the candidates, an interest wants those
-    its `wants` test ("module:function" of the raw line) accepts, else those that hold one of
-    its needles; its handler is fed each of them (`LineHandler.feed`)."""
+    its anchors; `head_lines`: the log's first lines are candidates too (the tail of a report
+    cut off by the start of the log). With `wants` (words, found in C too), of the candidates
+    only those holding one of the words; its handler is fed each (`LineHandler.feed`)."""
 
     anchors: tuple[Anchor, ...]
     handler: str
-    wants: str | None = None
+    wants: tuple[bytes, ...] = ()
     head_lines: int = 0
+
+    def wanted(self, raw_line: str) -> bool:
+        """Whether a candidate line is fed to the handler (what the scan tells in C)."""
+        return not self.wants or _any_of(self.wants).search(raw_line) is not None
+
+
+@lru_cache(maxsize=16)
+def _any_of(words: tuple[bytes, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(word.decode()) for word in words))
 
 
 class RuleFiles(Struct, frozen=True):

@@ -78,8 +78,8 @@ def file_blocks(chunks: Iterable[bytes]) -> Iterator[bytes]:
 class Block:
     """`count` whole lines of a log: their bytes joined by line breaks (`data`), the lines as
     UTF-8 text (bad bytes replaced), each joined to the lines after it that continue it
-    (`lines`, made when first asked), those that hold a needle with their place (`hit_lines`),
-    and whether the block ends the log (`final`)."""
+    (`lines`, made when first asked: `data` and `count` then follow them), those that hold a
+    needle with their place (`hit_lines`), and whether the block ends the log (`final`)."""
 
     __slots__ = ("_lines", "count", "data", "final", "hit_lines")
 
@@ -92,8 +92,38 @@ class Block:
     def lines(self) -> list[str]:
         if self._lines is None:
             lines = self.data.decode("utf-8", "replace").split("\n") if self.count else []
-            self._lines = list(unwrap_lines(lines)) if _continued(self.data, lines) else lines
+            if _continued(self.data, lines):
+                lines = list(unwrap_lines(lines))
+                self.data, self.count = "\n".join(lines).encode(), len(lines)
+            self._lines = lines
         return self._lines
+
+
+def finder(words: Iterable[bytes]) -> Callable[[bytes], list[int]]:
+    """Where the words occur in a block of bytes, found in C, all at once: at least one place
+    on each line holding one (leftmost matches)."""
+    unique = list(dict.fromkeys(words))
+    if not unique:
+        return lambda data: []
+    if AUTOMATON:
+        found = BytesAhoCorasick(unique, matchkind=MatchKind.LeftmostFirst)
+        return lambda data: [at for _, at, _ in found.find_matches_as_indexes(data)]
+    pattern = re.compile(b"|".join(map(re.escape, unique)))
+    return lambda data: [match.start() for match in pattern.finditer(data)]
+
+
+def line_numbers(data: bytes, places: Iterable[int]) -> list[int]:
+    """The lines of `data` (split at its breaks) the places (in order) fall on, each once, by
+    their index. A place past the end of `data` is ignored."""
+    found, index, last = [-1], 0, 0
+    for at in places:
+        if at >= len(data):
+            break
+        index += data.count(b"\n", last, at)
+        last = at
+        if index != found[-1]:
+            found.append(index)
+    return found[1:]
 
 
 class LogLines:
@@ -104,14 +134,7 @@ class LogLines:
     def __init__(self, needles: Iterable[bytes]) -> None:
         self.count = 0
         self.held: bytes | None = None  # the last line: the next block may continue it
-        unique = list(dict.fromkeys(needles))
-        self.starts: Callable[[bytes], list[int]] = lambda data: []
-        if AUTOMATON and unique:  # leftmost matches: at least one on each line with one
-            found = BytesAhoCorasick(unique, matchkind=MatchKind.LeftmostFirst)
-            self.starts = lambda data: [at for _, at, _ in found.find_matches_as_indexes(data)]
-        elif unique:
-            pattern = re.compile(b"|".join(map(re.escape, unique)))
-            self.starts = lambda data: [match.start() for match in pattern.finditer(data)]
+        self.starts = finder(needles)
 
     def blocks(self, datas: Iterable[bytes]) -> Iterator[Block]:
         """The blocks of a log given as pieces of whole lines joined by their breaks: each
@@ -123,43 +146,43 @@ class LogLines:
         yield last
 
     def _take(self, data: bytes) -> Block:
+        held = self.held is not None
         if self.held is not None:
             data = self.held + b"\n" + data
-        breaks = data.count(b"\n")
-        self.count += breaks + (self.held is None)
         cut = data.rfind(b"\n")
         last, starts = data[cut + 1 :], self.starts(data)
         # No needle, not even across a line break (where one line continued another), and a
         # last line of its own: the lines are made only if asked for (`Block.lines`).
         if not starts and _OWN_LINE.match(last):
             if not self.starts(data.replace(b"\n", b"").replace(b"\r", b"")):
+                breaks = data.count(b"\n")
+                self.count += breaks + (not held)
                 self.held = last
                 return Block(data[: max(cut, 0)], breaks)
         lines = data.decode("utf-8", "replace").split("\n")
+        self.count += len(lines) - held
         if _continued(data, lines):
             lines = list(unwrap_lines(lines))
             self.held = lines.pop().encode()
             return self._found(Block("\n".join(lines).encode(), len(lines), lines))
         lines.pop()
         self.held = last
-        return self._found(Block(data[: max(cut, 0)], breaks, lines), starts)
+        return self._found(Block(data[: max(cut, 0)], len(lines), lines), starts)
 
     def _found(self, block: Block, starts: list[int] | None = None) -> Block:
-        data, index, start, end = block.data, 0, 0, -1
-        for at in self.starts(data) if starts is None else starts:
-            if at < end or at >= len(data):
-                continue  # on the line found last, or on the line held for the next block
-            index += data.count(b"\n", start, at)
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at) % (len(data) + 1)  # (the block's end: no break)
-            block.hit_lines.append((index, data[start:end].decode("utf-8", "replace")))
+        lines = block.lines  # (a place on the line held for the next block is past the end)
+        places = self.starts(block.data) if starts is None else starts
+        block.hit_lines = [(index, lines[index]) for index in line_numbers(block.data, places)]
         return block
 
 
 class Windows:
-    """The lines of a log that some anchors want, in order, each once (`kept`)."""
+    """The lines of a log that some anchors want, in order, each once (`kept`); with `wants`,
+    only those of them that hold one of these words."""
 
-    def __init__(self, anchors: Sequence[Anchor], head_lines: int = 0) -> None:
+    def __init__(
+        self, anchors: Sequence[Anchor], head_lines: int = 0, wants: Sequence[bytes] = ()
+    ) -> None:
         windows: dict[str, tuple[int, int]] = {}
         for anchor in anchors:
             text = anchor.needle.decode()
@@ -170,6 +193,8 @@ class Windows:
         self.owed = head_lines  # lines wanted after those seen (an `after` window, the head)
         self.back: list[str] = []  # the last `keep` lines: a `before` window may want them
         self.back_wanted = bytearray()
+        self.wants = finder(wants) if wants else None
+        self.back_holding: list[int] = []  # of those, the ones holding a word of `wants`
 
     def kept(self, block: Block) -> list[str]:
         """The lines wanted of those held back and the block's, less the last `keep` of them
@@ -189,4 +214,11 @@ class Windows:
             self.owed = max(self.owed, last - count)
         cut = count if block.final else max(count - self.keep, 0)
         self.back, self.back_wanted = lines[cut:], wanted[cut:]
-        return list(compress(lines[:cut], wanted[:cut]))
+        if self.wants is None:
+            return list(compress(lines[:cut], wanted[:cut]))
+        # of those, the lines holding a word (found in C where a line is wanted)
+        holding = self.back_holding
+        if wanted.find(1, base) >= 0:
+            holding = holding + [base + i for i in line_numbers(block.data, self.wants(block.data))]
+        self.back_holding = [i - cut for i in holding if i >= cut]
+        return [lines[i] for i in holding if i < cut and wanted[i]]

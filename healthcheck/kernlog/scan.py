@@ -2,14 +2,14 @@
 
 Each check brings its own anchors and line handler (`KernelLogInterest`); the core imports no
 check. The log is read once, a block of lines at a time (`candidates`); each interest takes
-the lines its anchors want that its `wants` test accepts, and its handler is fed each one's
+the lines its anchors want that hold one of the words it `wants`, and its handler is fed each one's
 message and time (`feed(text, time)`, in log order); `finish()` gives the handler's result.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,21 +44,20 @@ def _scan(
     blocks: Iterable[bytes], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:
     """(lines read, each interest's handler result) over blocks of whole lines."""
-    routes: dict[str, tuple[Windows, Callable[[str], bool] | None, LineHandler]] = {
+    routes: dict[str, tuple[Windows, LineHandler]] = {
         name: (
-            Windows(interest.anchors, interest.head_lines),
-            None if interest.wants is None else resolve(interest.wants),
+            Windows(interest.anchors, interest.head_lines, interest.wants),
             resolve(interest.handler)(),
         )
         for name, interest in interests.items()
     }
     lines = LogLines(anchor.needle for i in interests.values() for anchor in i.anchors)
+    feeds = [(windows, handler.feed) for windows, handler in routes.values()]
     for block in lines.blocks(blocks):
-        for windows, test, handler in routes.values():
-            kept = windows.kept(block)
-            for line in iter_kernel_lines(kept if test is None else filter(test, kept)):
-                handler.feed(line.body, line.time)
-    return lines.count, {name: handler.finish() for name, (_, _, handler) in routes.items()}
+        for windows, feed in feeds:
+            for line in iter_kernel_lines(windows.kept(block)):
+                feed(line.body, line.time)
+    return lines.count, {name: handler.finish() for name, (_, handler) in routes.items()}
 
 
 def declared_interests(checks: Iterable[Any]) -> dict[str, KernelLogInterest]:

@@ -32,7 +32,6 @@ ECC = {"volatile_corrected": 0, "volatile_uncorrected": 0, "remap_pending": Fals
        "remap_failure": False, "retired_pages": 0}  # fmt: skip
 
 
-
 def record(phase: str, engine: str | None, result: dict[str, Any] | None) -> str:
     entry = {**GPU, "status": "ok", "reason": None, "doing": f"{phase}: done", "seconds": 12.3,
              "result": result}  # fmt: skip
@@ -212,8 +211,10 @@ def test_an_acceptance_collected_on_the_fake_node_replays_to_the_same_verdicts(
     replayed_code, replayed = replay(str(collected))
 
     def verdicts(report: dict[str, Any]) -> dict[str, Any]:
-        found = {**accept_checks(report),
-                 "multigpu": next(c for c in report["checks"] if c["name"] == "multigpu")}
+        found = {
+            **accept_checks(report),
+            "multigpu": next(c for c in report["checks"] if c["name"] == "multigpu"),
+        }
         return {n: (c["status"], c["error"], c["skip_reason"], c["findings"],
                     {k: v for k, v in c["facts"].items() if k != "ref"})  # the artifact's path
                 for n, c in found.items()}  # fmt: skip

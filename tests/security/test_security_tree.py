@@ -157,7 +157,6 @@ def test_threads_are_started_in_one_place() -> None:
     assert found == []
 
 
-
 # ---- commands resolved once, to absolute paths -------------------------------------------------
 
 

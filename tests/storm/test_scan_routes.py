@@ -1,5 +1,5 @@
 """The one kernel-log pass feeds each handler (`feed(text, time)`) the lines its own interest
-wants, in log order: those near its anchors that its `wants` test accepts. What other checks
+wants, in log order: those near its anchors that hold a word it `wants`. What other checks
 declare changes nothing of it."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _pairs(lines: list[str]) -> list[tuple[str, str | None]]:
 
 
 def test_a_handler_is_fed_the_message_and_time_of_each_line_its_anchors_want() -> None:
-    """Without a `wants` test, every line near its anchors: the lines holding "usb" and the
+    """Without `wants`, every line near its anchors: the lines holding "usb" and the
     one after each (the AER header after the second), none of the other checks' lines."""
     lines, results = scan_lines(LOG, {"pcie_aer": AER, "xid": XID, "plugin": PLUGIN})
     assert lines == len(LOG)
@@ -37,35 +37,22 @@ def test_a_handler_is_fed_the_message_and_time_of_each_line_its_anchors_want() -
     assert xid.time == "Sep 19 16:18:02" and xid.xid == 13
 
 
-ASKED: list[str] = []
+COUNTED = KernelLogInterest(anchors=(Anchor(b"fault", after=1),), handler=TEXTS, wants=(b"gpu",))
 
 
-def wants_gpu(raw: str) -> bool:
-    """The test of `COUNTED`: records each line it is asked of."""
-    ASKED.append(raw)
-    return "gpu" in raw
-
-
-COUNTED = KernelLogInterest(
-    anchors=(Anchor(b"fault", after=1),), handler=TEXTS, wants=f"{__name__}:wants_gpu"
-)
-
-
-def test_a_wants_test_is_asked_of_the_lines_near_its_anchors_alone() -> None:
+def test_of_the_lines_near_its_anchors_those_holding_a_word_it_wants_alone() -> None:
     log = [
         "[ 1.0] gpu 0: fault",
-        "[ 2.0] gpu 0: reset",  # after a fault: asked, wanted
-        "[ 3.0] gpu 1: ok",  # far from any fault: never asked
-        "[ 4.0] disk: fault",  # asked, not wanted
-        "Sep 19 16:18:02 node kernel: gpu 3: after it",  # asked (the raw line), wanted
+        "[ 2.0] gpu 0: reset",  # after a fault, holds the word: wanted
+        "[ 3.0] gpu 1: ok",  # holds the word, far from any fault: not wanted
+        "[ 4.0] disk: fault",  # an anchor's line without the word: not wanted
+        "Sep 19 16:18:02 gpu-node kernel: disk 3: after it",  # the word in the raw line: wanted
     ]
-    ASKED.clear()
     _, results = scan_lines(log, {"counted": COUNTED})
-    assert ASKED == [log[0], log[1], log[3], log[4]]
     assert results["counted"] == [
         ("gpu 0: fault", "1.0"),
         ("gpu 0: reset", "2.0"),
-        ("gpu 3: after it", "Sep 19 16:18:02"),
+        ("disk 3: after it", "Sep 19 16:18:02"),
     ]
 
 

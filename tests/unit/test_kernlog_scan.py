@@ -51,18 +51,15 @@ def _log(lines: int) -> list[str]:
     return out
 
 
-def wants_usb(raw: str) -> bool:
-    return "usb" in raw
-
-
 PLUGINS = {
     # neighbours before and after its anchor's lines, all of them its handler's
     "around": KernelLogInterest(anchors=(Anchor(b"IPv6", before=2, after=1),), handler=SEEN),
-    # a `wants` test: of the lines near its anchor, those it accepts
+    # `wants`: of the lines near its anchor (one held back from the block before), those
+    # holding one of its words
     "usb": KernelLogInterest(
-        anchors=(Anchor(b"usb", after=2),),
+        anchors=(Anchor(b"usb", before=1, after=2),),
         handler=SEEN,
-        wants=f"{__name__}:wants_usb",
+        wants=(b"USB", b"IPv6"),
     ),
     "head": KernelLogInterest(anchors=(Anchor(b"Xid"),), handler=SEEN, head_lines=5),
 }
@@ -108,7 +105,7 @@ LOGS: dict[str, bytes] = {
 def reference(data: bytes, interests: Mapping[str, KernelLogInterest]) -> dict[str, Any]:
     """Line by line: each interest's lines are those of the whole log, its wrapped lines
     joined, that hold one of its needles, with their neighbours and the log's first lines,
-    and that its `wants` test accepts; its handler is fed each one's message and time."""
+    and that hold one of the words it `wants`; its handler is fed each one's message and time."""
     text = data.decode("utf-8", "replace")
     raw = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else []
     lines = list(unwrap_lines(raw))
@@ -119,8 +116,12 @@ def reference(data: bytes, interests: Mapping[str, KernelLogInterest]) -> dict[s
             for anchor in interest.anchors:
                 if anchor.needle.decode() in line:
                     wanted.update(range(index - anchor.before, index + anchor.after + 1))
-        test = resolve(interest.wants) if interest.wants else lambda raw: True
-        mine = [lines[i] for i in sorted(wanted) if 0 <= i < len(lines) and test(lines[i])]
+        words = [word.decode() for word in interest.wants]
+        mine = [
+            lines[i]
+            for i in sorted(wanted)
+            if 0 <= i < len(lines) and (not words or any(word in lines[i] for word in words))
+        ]
         handler = resolve(interest.handler)()
         for line in iter_kernel_lines(mine):
             handler.feed(line.body, line.time)
