@@ -3,8 +3,9 @@
 A log is taken a block of whole lines at a time (`LogLines`), a line a fixed-width wrap broke
 joined first (`lines.unwrap_lines`), its needles found in C, all at once (Rust's aho-corasick,
 else one `re` alternation). Anchors want the lines holding their needles, the `before`/`after`
-neighbours each asks for and the log's first `head_lines` lines (`Windows`). A block becomes
-text only where a line of it is wanted; memory holds one block and the lines kept of it.
+neighbours each asks for and the log's first `head_lines` lines (`Windows`); an interest's
+`wants` words (found in C too) narrow them to the lines holding one. A block becomes text
+only where a line of it is wanted; memory holds one block and the lines kept of it.
 """
 
 from __future__ import annotations
