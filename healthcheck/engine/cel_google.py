@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .budget import BudgetExceeded, exhausted
+from .budget import EXHAUSTED, BudgetExceeded
 from .errors import CompileFailure, EvalFailure, first_line
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
@@ -55,7 +55,7 @@ class GoogleEngine:
             result = program.eval(activation)
         except RuntimeError as exc:
             if _BUDGET_WORDS in str(exc):
-                raise BudgetExceeded(exhausted()) from exc
+                raise BudgetExceeded(EXHAUSTED) from exc
             raise EvalFailure(str(exc)) from exc
         if result.type() == self._error_type:
             raise EvalFailure(str(result.value()))
