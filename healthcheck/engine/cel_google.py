@@ -31,7 +31,6 @@ class GoogleEngine:
     def __init__(self) -> None:
         from cel_expr_python import cel  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-        self._cel = cel
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
         self._error_type = cel.Type.ERROR
 

@@ -121,7 +121,7 @@ def load_rules(
             rules[rule.id] = rule
             every_rule.append(rule)
     _refuse_unread_params(site_param_lines, params, every_rule)
-    return RuleSet(tuple(rules.values()), params, site_params, tuple(str(f) for f in files))
+    return RuleSet(tuple(rules.values()), params, site_params)
 
 
 _PARAM_READ = re.compile(r"\bparams\.([A-Za-z_][A-Za-z0-9_]*)")
