@@ -15,7 +15,6 @@ file and line: by `sitscheck rules validate`, and by a run for the site's own pr
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -167,9 +166,6 @@ class ProfileSchema:
         schema["title"] = "sitscheck hardware profile"
         schema["required"] = list(REQUIRED)
         return schema
-
-    def json_text(self) -> str:
-        return json.dumps(self.json_schema(), indent=2, sort_keys=True) + "\n"
 
 
 def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:
