@@ -110,8 +110,6 @@ class ProfileSchema:
         elif not spec.help:  # made as the parent of a dotted key first
             spec.help, spec.owner = key.help, owner
 
-    # --- validation --------------------------------------------------------------------------
-
     def problems(self, file: str, data: Any) -> list[RuleError]:
         """Every unknown key and wrong type in a profile's data (as `load_yaml` built it)."""
         if not isinstance(data, dict):
@@ -157,8 +155,6 @@ class ProfileSchema:
         if self.broken:
             hint += f"; check(s) {', '.join(self.broken)} failed to load, their keys are unknown"
         return f"unknown profile key {dotted!r} ({hint})"
-
-    # --- the schema as JSON Schema -----------------------------------------------------------
 
     def json_schema(self) -> dict[str, Any]:
         """The profile schema as a JSON Schema (what `profile.<key>` reads in a rule)."""
