@@ -572,7 +572,7 @@ def schema(
 
 def _facts_schema(name: str) -> int:
     from .contract.registry import discover, select
-    from .engine.fact_schema import facts_schema_text
+    from .engine.fact_schema import facts_schema, schema_text
 
     check = select(discover(), [name], [])[0]
     if not hasattr(check, "layer"):
@@ -581,15 +581,16 @@ def _facts_schema(name: str) -> int:
     if getattr(check, "facts", None) is None:
         _say(f"sitscheck: check {name} declares no facts model")
         return EXIT_UNKNOWN
-    typer.echo(facts_schema_text(check), nl=False)
+    typer.echo(schema_text(facts_schema(check)), nl=False)
     return 0
 
 
 def _profile_schema() -> int:
     from .contract.registry import discover
+    from .engine.fact_schema import schema_text
     from .engine.profile_schema import ProfileSchema
 
-    typer.echo(ProfileSchema.of_checks(discover()).json_text(), nl=False)
+    typer.echo(schema_text(ProfileSchema.of_checks(discover()).json_schema()), nl=False)
     return 0
 
 

@@ -19,6 +19,8 @@ import time
 
 MAX_ITERATIONS = 10_000
 _CLOCK_EVERY = 64  # steps between two looks at the clock
+EXHAUSTED = f"ran out of its evaluation budget ({MAX_ITERATIONS} comprehension steps)"
+DEADLINE_PASSED = "the run's deadline passed during its evaluation"
 
 
 class BudgetExceeded(Exception):
@@ -38,19 +40,12 @@ class Meter:
     def step(self) -> None:
         self._left -= 1
         if self._left < 0:
-            raise BudgetExceeded(exhausted())
+            raise BudgetExceeded(EXHAUSTED)
         self._until_clock -= 1
         if self._until_clock <= 0:
             self._until_clock = _CLOCK_EVERY
-            if self._deadline is not None and time.monotonic() >= self._deadline:
+            if passed(self._deadline):
                 raise BudgetExceeded(DEADLINE_PASSED)
-
-
-DEADLINE_PASSED = "the run's deadline passed during its evaluation"
-
-
-def exhausted() -> str:
-    return f"ran out of its evaluation budget ({MAX_ITERATIONS} comprehension steps)"
 
 
 def passed(deadline: float | None) -> bool:

@@ -76,9 +76,7 @@ class CelEnvironment:
         except CompileFailure as exc:
             # an error at the end of the text is on its last line with any text on it
             offset = max(min(exc.line_offset, len(text.rstrip().splitlines()) - 1), 0)
-            raise RuleError(
-                file, f"bad CEL expression {text!r}: {exc.message}", line + offset
-            ) from exc
+            raise RuleError(file, f"bad CEL expression {text!r}: {exc}", line + offset) from exc
         program, shape = compiled
         if shape.comprehensions > MAX_COMPREHENSIONS:
             raise RuleError(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .budget import BudgetExceeded, exhausted
+from .budget import EXHAUSTED, BudgetExceeded
 from .errors import CompileFailure, EvalFailure, first_line
 
 VARIABLES = ("checks", "findings", "profile", "params", "node", "gpu")
@@ -31,7 +31,6 @@ class GoogleEngine:
     def __init__(self) -> None:
         from cel_expr_python import cel  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-        self._cel = cel
         self._env = cel.NewEnv(variables={name: cel.Type.DYN for name in VARIABLES})
         self._error_type = cel.Type.ERROR
 
@@ -55,7 +54,7 @@ class GoogleEngine:
             result = program.eval(activation)
         except RuntimeError as exc:
             if _BUDGET_WORDS in str(exc):
-                raise BudgetExceeded(exhausted()) from exc
+                raise BudgetExceeded(EXHAUSTED) from exc
             raise EvalFailure(str(exc)) from exc
         if result.type() == self._error_type:
             raise EvalFailure(str(result.value()))

@@ -8,7 +8,6 @@ class CompileFailure(Exception):
 
     def __init__(self, message: str, line_offset: int = 0) -> None:
         super().__init__(message)
-        self.message = message
         self.line_offset = line_offset
 
 

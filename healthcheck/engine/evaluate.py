@@ -6,6 +6,13 @@ whose expression reads a value that is missing, is UNKNOWN with the reason. Null
 dropped before evaluation, so a rule tests presence with `has()` and reading an absent value
 is an error. Missing data never reads as healthy.
 
+A scope holds only the parts of the values its rules read: each compiled expression says
+which paths it reads (chains of field selections from a name, `checks.topology.facts.nics`;
+a name used any other way is read whole: `model.Shape.reads`). So the node's scope holds not
+every check's facts (a 256-GPU topology's 65,280 matrix cells, read by no rule), and a GPU's
+scope not the node's values again (converted again for each GPU, a whole check's facts made
+64 GPUs 13 s). Nothing a rule reads is left out: every verdict is as it is without the cut.
+
 Every evaluation is bounded (`budget`: a step budget, and the run's deadline inside celpy's
 evaluation and between every two evaluations): a rule that runs out is UNKNOWN and named,
 and a rule not reached by the deadline is UNKNOWN "not evaluated", so the report is written.
@@ -13,6 +20,7 @@ and a rule not reached by the deadline is UNKNOWN "not evaluated", so the report
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from msgspec import Struct
@@ -22,8 +30,7 @@ from ..models import CheckResult, Device, Status, Verdict
 from .budget import BudgetExceeded, passed
 from .cel import CelEnvironment, render_message
 from .errors import EvalFailure
-from .model import CompiledExpr, Profile, Rule, RuleSet
-from .reads import below, prune, reads_of
+from .model import CompiledExpr, Path, Profile, Rule, RuleSet
 
 PROFILE_REQUIREMENT = "profile"
 NOT_EVALUATED = "not evaluated: the run's deadline passed before this rule"
@@ -52,10 +59,7 @@ def evaluate_rules(
     """Every rule's verdicts; `deadline` (time.monotonic()) bounds the evaluation."""
     params = {**ruleset.params, **(profile.params if profile else {}), **ruleset.site_params}
     # Nulls are dropped once, before the GPU records are made of the facts (a topology pair
-    # in the node's list and in both its GPUs' is one object). Each scope is cut to what its
-    # rules read and converted for CEL once: a GPU's scope holds its `gpu` and the node's
-    # values that GPU rules read (a whole check's facts converted again for each GPU had
-    # made 64 GPUs 13 s).
+    # in the node's list and in both its GPUs' is one object); each scope is converted once.
     values = without_nulls(build_activation(results, profile, params, node or {}))
     node_scope = Scope(env.activation(prune(values, reads_of(ruleset.rules, "node"))), None)
     gpu_reads = reads_of(ruleset.rules, "gpu")
@@ -139,6 +143,43 @@ def _unicode(value: Any) -> Any:
     if not isinstance(value, str) or (type(value) is str and value.isascii()):
         return value
     return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def reads_of(rules: Iterable[Rule], scope: str) -> frozenset[Path] | None:
+    """Every path the expressions of the rules of `scope` can read; None when one of them
+    does not say (an expression left uncompiled)."""
+    exprs = [e for r in rules if r.scope == scope for e in (r.when, r.guard, *r.placeholders) if e]
+    if any(expr.shape.reads is None for expr in exprs):
+        return None
+    return frozenset(path for expr in exprs for path in expr.shape.reads or ())
+
+
+def below(reads: frozenset[Path] | None, name: str) -> frozenset[Path] | None:
+    """The paths read below `name` (`gpu.nvlink.x` -> `nvlink.x`); None: anything."""
+    if reads is None or (name,) in reads:
+        return None
+    return frozenset(path[1:] for path in reads if len(path) > 1 and path[0] == name)
+
+
+def prune(values: dict[str, Any], reads: frozenset[Path] | None) -> dict[str, Any]:
+    """`values` with only what `reads` can reach (all of it for None): a read that ends at a
+    value keeps the whole of that value; one that goes through a list keeps the list."""
+    if reads is None:
+        return values
+    out: dict[str, Any] = {}
+    for path in reads:
+        source, target = values, out
+        for depth, key in enumerate(path):
+            if key not in source:
+                break
+            value = source[key]
+            if depth == len(path) - 1 or not isinstance(value, dict):
+                target[key] = value  # the whole value (a read of part of it may come later)
+                break
+            if target.get(key) is value:
+                break  # kept whole already
+            source, target = value, target.setdefault(key, {})
+    return out
 
 
 def gpu_views(checks: dict[str, Any]) -> list[dict[str, Any]]:

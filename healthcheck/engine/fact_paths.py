@@ -23,7 +23,7 @@ from .evaluate import PROFILE_REQUIREMENT
 from .fact_schema import ANYTHING, Activation, Shape
 from .model import Rule
 from .syntax import Constant, Index, Loop, Name, Node, Select, parse
-from .yaml_lines import LinedDict, LinedList, line_of, load_yaml, read_capped, value_line_of
+from .yaml_lines import LinedDict, LinedList, line_of, parse_lined, read_capped, value_line_of
 
 # Names CEL itself defines (type names: `type(x) == bool`).
 CEL_NAMES = frozenset(
@@ -49,14 +49,15 @@ class Problem(Struct, frozen=True):
 def rule_file_problems(path: Path, rules: Sequence[Rule], schema: Activation) -> list[RuleError]:
     """The fact paths and `requires` names of `rules` (`loader.load_rules([path])`, so every
     expression already compiles) that the declarations do not have, with their lines."""
-    data = load_yaml(path)
+    text = read_capped(path).decode("utf-8", errors="replace")
+    data = parse_lined(path, text)
     entries = data.get("rules") if isinstance(data, LinedDict) else None
     by_id = {
         entry.get("id"): entry
         for entry in (entries if isinstance(entries, LinedList) else [])
         if isinstance(entry, LinedDict)
     }
-    lines = read_capped(path).decode("utf-8", errors="replace").splitlines()
+    lines = text.splitlines()
     out: list[RuleError] = []
     for rule in rules:
         entry = by_id.get(rule.id)

@@ -183,8 +183,9 @@ def facts_schema(check: Any) -> dict[str, Any] | None:
     return schema
 
 
-def facts_schema_text(check: Any) -> str:
-    return json.dumps(facts_schema(check), indent=2, sort_keys=True) + "\n"
+def schema_text(schema: Mapping[str, Any] | None) -> str:
+    """A schema as the files of `schema/` hold it (`sitscheck schema --facts/--profile`)."""
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
 # --- the activation ----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "action_category": get_args(ActionCategoryName),
 }
 RULES_GROUP = "sitscheck.rules"
+PROFILES = "profiles"  # the folder of a rule folder that holds its hardware profiles
 
 
 def builtin_rules_dir() -> Path:
@@ -121,7 +122,7 @@ def load_rules(
             rules[rule.id] = rule
             every_rule.append(rule)
     _refuse_unread_params(site_param_lines, params, every_rule)
-    return RuleSet(tuple(rules.values()), params, site_params, tuple(str(f) for f in files))
+    return RuleSet(tuple(rules.values()), params, site_params)
 
 
 _PARAM_READ = re.compile(r"\bparams\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -206,30 +207,32 @@ def load_profiles(dirs: list[Path], shipped: list[Path] | None = None) -> dict[s
     """Shipped profiles (sitscheck's, then plugins' keys for the same profiles), then site
     ones (`profiles/*.yaml` in each extra dir), merged by name. `shipped`:
     `shipped_rules_dirs()`, where the caller has it."""
-    folders = [folder / "profiles" for folder in _shipped(shipped)]
-    site = [d / "profiles" for d in dirs if d.is_dir()]
-    folders += site
+    site = profile_files([d for d in dirs if d.is_dir()])
     profiles: dict[str, Profile] = {}
     schema = None  # the profile schema, made for the first site profile (shipped ones pass)
-    for folder in folders:
-        for path in sorted(folder.glob("*.yaml")):
-            data = load_yaml(path)
-            if folder in site:  # a site's profile: an unknown key or a wrong type is refused
-                if schema is None:
-                    from ..contract.registry import discover
-                    from .profile_schema import ProfileSchema
+    for path in profile_files(_shipped(shipped)) + site:
+        data = load_yaml(path)
+        if path in site:  # a site's profile: an unknown key or a wrong type is refused
+            if schema is None:
+                from ..contract.registry import discover
+                from .profile_schema import ProfileSchema
 
-                    schema = ProfileSchema.of_checks(discover())
-                for problem in schema.problems(str(path), data):
-                    raise problem
-            if not isinstance(data, dict) or not isinstance(data.get("name"), str):
-                raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
-            params = data.get("params") or {}
-            if not isinstance(params, dict):
-                raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
-            base = profiles.get(data["name"])
-            merged = {**(base.data if base else {}), **data}
-            profiles[data["name"]] = Profile(
-                data["name"], str(path), merged, {**(base.params if base else {}), **params}
-            )
+                schema = ProfileSchema.of_checks(discover())
+            for problem in schema.problems(str(path), data):
+                raise problem
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            raise RuleError(str(path), "a profile is a mapping with a `name`", 1)
+        params = data.get("params") or {}
+        if not isinstance(params, dict):
+            raise RuleError(str(path), "`params` must be a mapping", line_of(data, "params"))
+        base = profiles.get(data["name"])
+        merged = {**(base.data if base else {}), **data}
+        profiles[data["name"]] = Profile(
+            data["name"], str(path), merged, {**(base.params if base else {}), **params}
+        )
     return profiles
+
+
+def profile_files(folders: list[Path]) -> list[Path]:
+    """The profiles of rule folders: each one's `profiles/*.yaml`, in name order."""
+    return [p for folder in folders for p in sorted((folder / PROFILES).glob("*.yaml"))]

@@ -52,12 +52,11 @@ class Rule(Struct, frozen=True):
 
 
 class RuleSet(Struct, frozen=True):
-    """Every rule loaded for a run, the params (shipped and site) and the files read."""
+    """Every rule loaded for a run and the params (shipped and site)."""
 
     rules: tuple[Rule, ...]
     params: dict[str, Any] = field(default_factory=dict)
     site_params: dict[str, Any] = field(default_factory=dict)
-    files: tuple[str, ...] = ()
 
     def by_id(self, rule_id: str) -> Rule | None:
         return next((r for r in self.rules if r.id == rule_id), None)

@@ -15,7 +15,6 @@ file and line: by `sitscheck rules validate`, and by a run for the site's own pr
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -111,8 +110,6 @@ class ProfileSchema:
         elif not spec.help:  # made as the parent of a dotted key first
             spec.help, spec.owner = key.help, owner
 
-    # --- validation --------------------------------------------------------------------------
-
     def problems(self, file: str, data: Any) -> list[RuleError]:
         """Every unknown key and wrong type in a profile's data (as `load_yaml` built it)."""
         if not isinstance(data, dict):
@@ -159,17 +156,12 @@ class ProfileSchema:
             hint += f"; check(s) {', '.join(self.broken)} failed to load, their keys are unknown"
         return f"unknown profile key {dotted!r} ({hint})"
 
-    # --- the schema as JSON Schema -----------------------------------------------------------
-
     def json_schema(self) -> dict[str, Any]:
         """The profile schema as a JSON Schema (what `profile.<key>` reads in a rule)."""
         schema = _object(self.keys)
         schema["title"] = "sitscheck hardware profile"
         schema["required"] = list(REQUIRED)
         return schema
-
-    def json_text(self) -> str:
-        return json.dumps(self.json_schema(), indent=2, sort_keys=True) + "\n"
 
 
 def _object(keys: Mapping[str, KeySpec]) -> dict[str, Any]:

@@ -16,10 +16,8 @@ from typing import Any
 from msgspec import Struct, field
 
 from ..errors import RuleError
-from .loader import load_rules, rule_files, shipped_rules_dirs
+from .loader import PROFILES, load_rules, profile_files, rule_files, shipped_rules_dirs
 from .yaml_lines import load_yaml
-
-PROFILES_FOLDER = "profiles"
 
 
 class Outcome(Struct):
@@ -41,22 +39,18 @@ def targets(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     folder is a profile), each given folder's `*.yaml` and `profiles/*.yaml`; with none
     given, every shipped one (sitscheck's and plugins')."""
     if not paths:
-        return rule_files([]), _profiles(shipped_rules_dirs())
+        return rule_files([]), profile_files(shipped_rules_dirs())
     rules: list[Path] = []
     profiles: list[Path] = []
     for path in paths:
         if path.is_dir():
             rules.extend(sorted(path.glob("*.yaml")))
-            profiles.extend(_profiles([path]))
-        elif path.parent.name == PROFILES_FOLDER:
+            profiles.extend(profile_files([path]))
+        elif path.parent.name == PROFILES:
             profiles.append(path)
         else:
             rules.append(path)
     return rules, profiles
-
-
-def _profiles(folders: list[Path]) -> list[Path]:
-    return [p for folder in folders for p in sorted((folder / PROFILES_FOLDER).glob("*.yaml"))]
 
 
 def validate(paths: list[Path]) -> Outcome:

@@ -50,15 +50,15 @@ def value_line_of(container: Any, key: str) -> int:
     return line_of(container, key)
 
 
-def read_capped(path: Path, limit: int = MAX_YAML_BYTES) -> bytes:
-    """At most `limit` bytes, never more read into memory; a larger file is refused."""
+def read_capped(path: Path) -> bytes:
+    """At most MAX_YAML_BYTES, never more read into memory; a larger file is refused."""
     try:
         with path.open("rb") as handle:
-            raw = read_at_most(handle, limit + 1)
+            raw = read_at_most(handle, MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise RuleError(str(path), f"cannot read: {exc.strerror}") from exc
-    if len(raw) > limit:
-        raise RuleError(str(path), f"larger than {limit} bytes; refused")
+    if len(raw) > MAX_YAML_BYTES:
+        raise RuleError(str(path), f"larger than {MAX_YAML_BYTES} bytes; refused")
     return raw
 
 

@@ -89,7 +89,7 @@ def evaluate(
     ]
     ruleset = RULESET
     if site:
-        ruleset = type(RULESET)(RULESET.rules, RULESET.params, site, RULESET.files)
+        ruleset = type(RULESET)(RULESET.rules, RULESET.params, site)
     chosen = Profile("test", "test.yaml", profile, {}) if profile is not None else None
     return evaluate_rules(ruleset, results, chosen, ENV)
 

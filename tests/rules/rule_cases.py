@@ -90,7 +90,7 @@ def evaluate(
 ) -> list[Verdict]:
     ruleset = RULESET
     if site:
-        ruleset = RuleSet(RULESET.rules, RULESET.params, site, RULESET.files)
+        ruleset = RuleSet(RULESET.rules, RULESET.params, site)
     return mark_explanations(evaluate_rules(ruleset, results, profile, ENV))
 
 
