@@ -12,6 +12,7 @@ with the default grace, are slow-marked, with generous margins.
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import sys
 import time
@@ -154,11 +155,22 @@ def test_a_child_that_ignores_sigterm_is_hung_at_the_deadline_killed_with_its_gr
     assert_nothing_left([child], marks)
 
 
+class Deaf(selectors.DefaultSelector):
+    """A selector that never says a child's output is ready: what the children said stays in
+    their pipes until the runner reads them as it ends them."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        time.sleep(min(timeout or 0.0, 0.01))
+        return []
+
+
 def test_what_a_child_said_just_before_the_deadline_is_read_before_it_is_judged(
-    marks: Path,
+    marks: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The clock jumps as soon as the marker exists, which is after the child's last line is
-    in the pipe: the runner must read it before it names what the child was doing."""
+    in the pipe, and the runner's selector never woke for it: the runner must read it before
+    it names what the child was doing."""
+    monkeypatch.setattr(children.selectors, "DefaultSelector", Deaf)
     clock = JumpClock(all_marked(marks, "doing", 2))
     done = run(2, behaviours("hang", "hang"), clock=clock)
     assert [c.doing for c in done] == [f"memtest: fake work on GPU-fake-{i}" for i in (0, 1)]
