@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,7 +58,7 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
         return fields
     ranks = {t.index: rank for rank, t in enumerate(targets)}
     deadline = ctx.began + phase.start_s + phase.seconds
-    left = deadline - time.monotonic()
+    left = deadline - ctx.clock()
     if left < MIN_PHASE_S:
         why = (
             f"not run: the phase's {max(left, 0.0):.0f} s is too short for NCCL's start-up "
@@ -71,7 +70,7 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
         store = os.path.join(home, RENDEZVOUS)
 
         def args_for(target: Target) -> list[str]:
-            seconds = max(deadline - time.monotonic() - RESERVE_S, 1.0)  # until the deadline
+            seconds = max(deadline - ctx.clock() - RESERVE_S, 1.0)  # until the deadline
             return ["--rank", str(ranks[target.index]), "--world", str(len(targets)),
                     "--rendezvous", store, "--seconds", f"{seconds:.1f}",
                     *_injected(ctx, phase, target)]  # fmt: skip
@@ -79,6 +78,7 @@ def run_multigpu(phase: PlannedPhase, ctx: PhaseContext, module: str = MODULE) -
         children = run_children(
             module, targets, args_for, deadline, ctx.stopped, ctx.progress,
             env=nccl_environment(os.environ), visible=",".join(t.uuid for t in targets),
+            clock=ctx.clock,
         )  # fmt: skip
     engine = next((c.engine for c in children if c.engine), None)
     fields = _fields(engine, [c.as_record() for c in children] + blocked, node_result(children))

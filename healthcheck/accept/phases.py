@@ -41,10 +41,11 @@ class Injection(Struct, frozen=True):
 
 
 class PhaseContext(Struct):
-    """What every phase needs: the GPUs, the plan's start, the stop test, progress, options."""
+    """What every phase needs: the GPUs, the plan's start, the stop test, progress, options;
+    the clock its deadlines are on (a test's may jump past them)."""
 
     gpus: NodeGpus
-    began: float  # monotonic start of the command (the plan's 0)
+    began: float  # start of the command on `clock` (the plan's 0)
     stopped: Callable[[], bool]
     engine: str
     progress: Progress | None = None
@@ -52,6 +53,7 @@ class PhaseContext(Struct):
     blocked: dict[int, str] = field(default_factory=dict)  # GPU index -> why no stress on it
     digests: dict[int, str] = field(default_factory=dict)  # compute's digest per GPU (soak)
     baseline_used: dict[int, int | None] = field(default_factory=dict)  # memory before any load
+    clock: Callable[[], float] = time.monotonic
 
 
 def run_plan(
@@ -109,8 +111,8 @@ def memory_after_stop(ctx: PhaseContext) -> dict[str, Any]:
 
 def _cool_down(ctx: PhaseContext, phase: PlannedPhase) -> None:
     until = ctx.began + phase.start_s
-    while not ctx.stopped() and time.monotonic() < until:
-        time.sleep(min(0.2, max(until - time.monotonic(), 0.0)))
+    while not ctx.stopped() and ctx.clock() < until:
+        time.sleep(min(0.2, max(until - ctx.clock(), 0.0)))
 
 
 def phase_targets(phase: PlannedPhase, ctx: PhaseContext) -> list[Target]:
@@ -131,7 +133,7 @@ def _run_workload(phase: PlannedPhase, ctx: PhaseContext, started_at: str) -> di
     try:
         children = run_children(
             phase.module, targets, lambda t: _args(phase, ctx, t), deadline, ctx.stopped,
-            ctx.progress, startup_s=phase.startup_s,
+            ctx.progress, startup_s=phase.startup_s, clock=ctx.clock,
         )  # fmt: skip
     finally:
         if sampler is not None:

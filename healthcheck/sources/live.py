@@ -48,6 +48,7 @@ class LiveOptions(Struct):
     # log files by the folder a check declared them under (`LogFilesSpec`)
     log_paths: dict[str, list[Path]] = field(default_factory=dict)
     load_seconds: float | None = None
+    load_warmup_s: float | None = None  # None: the load's own (`workloads.load.WARMUP_S`)
     bandwidth_s: float | None = None  # the bandwidth probe's deadline; None: not measured
     # the GPUs the probe may load (UUIDs, its CUDA_VISIBLE_DEVICES; an acceptance phase's);
     # None: every GPU (`--bandwidth`), empty: none (the probe is not started)
@@ -199,7 +200,7 @@ class LiveSources(Memo):
         from ..workloads.load import start_load
 
         busy = self._declared_workload(lambda w: w.keeps_busy)
-        self._load = start_load(nvml, busy, seconds, os.environ)
+        self._load = start_load(nvml, busy, seconds, os.environ, self.options.load_warmup_s)
 
     def _declared_workload(self, wanted: Callable[[WorkloadSpec], bool]) -> WorkloadSpec | None:
         """The first `wanted` workload of the run's checks, else of every installed check."""

@@ -20,7 +20,7 @@ from ..sources import child_python
 from ..sources.artifacts import BANDWIDTH_FORMAT as FORMAT
 from ..sources.artifacts import BANDWIDTH_JSON
 from ..sources.base import Artifact
-from .children import INHERITED, Target, run_children, workload_args
+from .children import INHERITED, STOP_GRACE_S, Target, run_children, workload_args
 
 # The probe stops itself at its deadline; this much more is left for releasing its memory and
 # printing before the process group is killed.
@@ -41,17 +41,21 @@ def run_probe(
     budget: float,
     gpus: Sequence[str] | None = None,
     stop: Callable[[], bool] = lambda: False,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    grace_s: float = STOP_GRACE_S,
 ) -> Artifact:
     """The record of the bandwidth workload `module`, measured within `budget` on `gpus`
     (UUIDs: the child's CUDA_VISIBLE_DEVICES, so it sees and loads those alone; None: the GPUs
-    of sitscheck's own environment). `stop()` true (a signal) ends it at once."""
+    of sitscheck's own environment). `stop()` true (a signal) ends it at once. `clock`,
+    `grace_s`: the runner's (`run_children`)."""
     args = workload_args(PHASE, budget, ENGINE)
     display = " ".join(child_python.argv(module, *args))
     visible = INHERITED if gpus is None else ",".join(gpus)
     target = Target(index=0, uuid=visible, pci_bus_id=None, name=None)  # one child, every GPU
     (child,) = run_children(
-        module, [target], lambda _: args, time.monotonic() + budget + GRACE_S, stop,
-        visible=visible,
+        module, [target], lambda _: args, clock() + budget + GRACE_S, stop,
+        visible=visible, clock=clock, grace_s=grace_s,
     )  # fmt: skip
     if child.status == "ok" and child.result is not None and child.result.get("format") == FORMAT:
         return Artifact(BANDWIDTH_JSON, json.dumps(child.result) + "\n", display)

@@ -112,13 +112,14 @@ def run_children(
     *,
     startup_s: float = 0.0,
     clock: Callable[[], float] = time.monotonic,
+    grace_s: float = STOP_GRACE_S,
 ) -> list[Child]:
     """Start one child per target, read them until each ends or `deadline` (on `clock`);
     never outlives it. `stop()` true (a signal came) ends them all at once as interrupted.
     `visible`: the CUDA_VISIBLE_DEVICES of every child (the ranks of a multi-GPU workload each
     see all the phase's GPUs; INHERITED: the environment's own); by default each child sees its
     own GPU alone. `startup_s`: what a child may need before it says it is ready (see the
-    module's note)."""
+    module's note). `grace_s`: between SIGTERM and SIGKILL when they are ended."""
     children = [Child(target) for target in targets]
     selector = selectors.DefaultSelector()
     try:
@@ -126,7 +127,7 @@ def run_children(
             _start(child, module, args_for(child.target), env, selector, clock, visible)
         _listen(children, selector, deadline, stop, on_progress, clock)
     finally:
-        _end_all(children, selector, stop, deadline, startup_s, clock)
+        _end_all(children, selector, stop, deadline, startup_s, clock, grace_s)
         selector.close()
     return children
 
@@ -135,7 +136,8 @@ class Background:
     """A workload's children kept at their work while the caller does its own (`run --load`:
     the GPUs busy while they are sampled): started and heard until each said it is ready
     (`start`), then heard on a thread of their own until `end()` or the deadline, and ended
-    there as `run_children` ends them. `outcome()` says how each is doing meanwhile."""
+    there as `run_children` ends them (`clock`, `grace_s`: as there). `outcome()` says how each
+    is doing meanwhile."""
 
     def __init__(
         self,
@@ -145,11 +147,15 @@ class Background:
         deadline: float,
         *,
         startup_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+        grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.module = module
         self.children = [Child(target) for target in targets]
         self.deadline = deadline
         self.startup_s = startup_s
+        self.clock = clock
+        self.grace_s = grace_s
         self._args_for = args_for
         self._selector = selectors.DefaultSelector()
         self._ending = threading.Event()
@@ -160,7 +166,7 @@ class Background:
     def start(self, ready_by: float) -> None:
         """Start every child and hear them (on this thread) until each said it is ready or
         has ended, or `ready_by`; then go on hearing them on a thread of their own."""
-        clock = time.monotonic
+        clock = self.clock
         try:
             for child in self.children:
                 _start(child, self.module, self._args_for(child.target), None, self._selector,
@@ -178,7 +184,7 @@ class Background:
     def _hear(self) -> None:
         try:
             _listen(self.children, self._selector, self.deadline, _never, None,
-                    time.monotonic, self._lock, self._ending.is_set)  # fmt: skip
+                    self.clock, self._lock, self._ending.is_set)  # fmt: skip
         finally:
             self._close()
 
@@ -187,8 +193,8 @@ class Background:
             if self._ended:
                 return
             self._ended = True
-            _end_all(self.children, self._selector, _never, self.deadline,
-                     self.startup_s, time.monotonic, ended=self._ending.is_set())  # fmt: skip
+            _end_all(self.children, self._selector, _never, self.deadline, self.startup_s,
+                     self.clock, self.grace_s, ended=self._ending.is_set())  # fmt: skip
             self._selector.close()
 
     def outcome(self) -> list[tuple[Target, str, str | None, str | None]]:
@@ -440,10 +446,11 @@ def _end_all(
     deadline: float,
     startup_s: float,
     clock: Callable[[], float],
+    grace_s: float,
     ended: bool = False,
 ) -> None:
     """Whatever state the children are in, they are gone when this returns: what they said
-    read, SIGTERM to every group, STOP_GRACE_S for all of them together, then SIGKILL, then
+    read, SIGTERM to every group, `grace_s` for all of them together, then SIGKILL, then
     reaped (a process that SIGKILL does not end is left after REAP_S, and named). `ended`:
     their caller ends them before their deadline (`Background.end`)."""
     started = [c for c in children if c.process is not None]
@@ -457,7 +464,7 @@ def _end_all(
                 _finish(child, code, stopped, clock)
             else:
                 _judge_unfinished(child, stopped, deadline, startup_s, clock, ended)
-    _signal_and_wait(started, signal.SIGTERM, STOP_GRACE_S)
+    _signal_and_wait(started, signal.SIGTERM, grace_s)
     # the group's other members too, if the child started any
     for child in _signal_and_wait(started, signal.SIGKILL, REAP_S):
         assert child.process is not None

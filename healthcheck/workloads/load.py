@@ -111,11 +111,11 @@ def start_load(
     workload: WorkloadSpec | None,
     seconds: float,
     environ: Mapping[str, str],
-    warmup_s: float = WARMUP_S,
+    warmup_s: float | None = None,
 ) -> Load:
     """Start `workload` on every GPU the run may load, for `seconds` from the window's start
     (the window and its margin); return once each child is ready or has failed (at most the
-    workload's start allowance) and the warm-up has passed."""
+    workload's start allowance) and the warm-up has passed (`warmup_s`, None: WARMUP_S)."""
     from ..threads import CannotStart
     from .children import Background, workload_args
     from .gpus import NodeGpus
@@ -131,6 +131,7 @@ def start_load(
                     "the GPUs busy (`WorkloadSpec.keeps_busy`)")  # fmt: skip
     if not wanted:  # none of them may be loaded: the load asked for did not run on any
         return Load(workload, reachable, why_not=_none_visible(reachable, environ))
+    warmup_s = WARMUP_S if warmup_s is None else warmup_s
     began = time.monotonic()
     # a child's time counts from its own start: the last one ready (by the start allowance),
     # the warm-up, the window and its margin are all inside it

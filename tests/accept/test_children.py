@@ -4,12 +4,15 @@ The children are `fake_workloads.behave`, a stand-in that speaks the workload pr
 misbehaves as asked. It writes marker files (its pids; that it has said what it does) in a
 folder the test names, and the tests wait on those files or pass a clock that jumps past the
 deadline once they exist: no test depends on how fast this machine starts a process. The
-timing bounds themselves are slow-marked, with generous margins.
+children that outlive SIGTERM here ignore it, so the tests give them a short grace before
+SIGKILL (`GRACE_S`): what they show is the same with any grace. The timing bounds themselves,
+with the default grace, are slow-marked, with generous margins.
 """
 
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import sys
 import time
@@ -21,12 +24,13 @@ import fake_workloads
 import psutil
 import pytest
 from fake_workloads.behave import BEHAVIOUR_VARIABLE
+from fakes.procs import FAR, JumpClock
 from sitscheck.threads import CannotStart
 from sitscheck.workloads import children
 from sitscheck.workloads.children import STOP_GRACE_S, Background, Child, Target, run_children
 
 MODULE = fake_workloads.MODULE
-FAR = 3600.0  # a deadline no test reaches by waiting
+GRACE_S = 0.05  # SIGTERM to SIGKILL: a child that ignores SIGTERM is killed as with the default
 
 
 @pytest.fixture(autouse=True)
@@ -48,18 +52,6 @@ def all_marked(folder: Path, suffix: str, count: int) -> Callable[[], bool]:
     return lambda: len(list(folder.glob(f"*.{suffix}"))) >= count
 
 
-class JumpClock:
-    """time.monotonic, FAR seconds later from the moment `when()` first holds."""
-
-    def __init__(self, when: Callable[[], bool]) -> None:
-        self.when = when
-        self.jumped = False
-
-    def __call__(self) -> float:
-        self.jumped = self.jumped or self.when()
-        return time.monotonic() + (2 * FAR if self.jumped else 0.0)
-
-
 def run(
     count: int,
     args: Callable[[Target], list[str]],
@@ -71,7 +63,7 @@ def run(
 ) -> list[Child]:
     return run_children(
         MODULE, targets(count), args, time.monotonic() + FAR, stop, progress,
-        clock=clock, startup_s=startup_s,
+        clock=clock, startup_s=startup_s, grace_s=GRACE_S,
     )  # fmt: skip
 
 
@@ -163,11 +155,22 @@ def test_a_child_that_ignores_sigterm_is_hung_at_the_deadline_killed_with_its_gr
     assert_nothing_left([child], marks)
 
 
+class Deaf(selectors.DefaultSelector):
+    """A selector that never says a child's output is ready: what the children said stays in
+    their pipes until the runner reads them as it ends them."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        time.sleep(min(timeout or 0.0, 0.01))
+        return []
+
+
 def test_what_a_child_said_just_before_the_deadline_is_read_before_it_is_judged(
-    marks: Path,
+    marks: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The clock jumps as soon as the marker exists, which is after the child's last line is
-    in the pipe: the runner must read it before it names what the child was doing."""
+    in the pipe, and the runner's selector never woke for it: the runner must read it before
+    it names what the child was doing."""
+    monkeypatch.setattr(children.selectors, "DefaultSelector", Deaf)
     clock = JumpClock(all_marked(marks, "doing", 2))
     done = run(2, behaviours("hang", "hang"), clock=clock)
     assert [c.doing for c in done] == [f"memtest: fake work on GPU-fake-{i}" for i in (0, 1)]
@@ -257,7 +260,7 @@ def test_a_huge_line_is_dropped_and_memory_stays_bounded(marks: Path) -> None:
 
 
 def test_many_children_at_once_each_with_its_own_gpu_and_ending(marks: Path) -> None:
-    kinds = ["ok", "error", "exit1", "ok", "segv", "ok", "garbage", "huge-line"] * 2
+    kinds = ["ok", "error", "exit1", "ok", "segv", "ok", "garbage", "huge-line"]
     done = run(len(kinds), behaviours(*kinds))
     expected = {"ok": "ok", "garbage": "ok", "huge-line": "ok"}
     assert [c.status for c in done] == [expected.get(k, "failed") for k in kinds]
@@ -393,9 +396,13 @@ def test_a_stop_ends_every_child_within_the_grace(marks: Path) -> None:
 # ---- a workload kept at work while its caller samples (`run --load`) -------------------------
 
 
-def background(count: int, deadline: float = FAR, startup_s: float = 0.0) -> Background:
-    return Background(MODULE, targets(count), lambda t: ["soak", "--seconds", "600"],
-                      time.monotonic() + deadline, startup_s=startup_s)  # fmt: skip
+def background(
+    count: int,
+    args: Callable[[Target], list[str]] = lambda t: ["soak", "--seconds", "600"],
+    clock: Callable[[], float] = time.monotonic,
+) -> Background:
+    return Background(MODULE, targets(count), args, time.monotonic() + FAR, clock=clock,
+                      grace_s=GRACE_S)  # fmt: skip
 
 
 def beats(folder: Path, target: Target) -> int:
@@ -407,15 +414,16 @@ def test_a_background_workload_is_heard_while_its_caller_does_other_work(
     marks: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each child writes ~100 KiB every beat: unheard, it would block in its write after the
-    pipe's 64 KiB. Forty beats each (4 MB) come only if its output is read on the runner's own
-    thread while the caller waits; `end()` then finds them at their work: ok."""
+    pipe's 64 KiB, in its first beat. Ten beats each (1 MB, sixteen pipes full) come only if its
+    output is read on the runner's own thread while the caller waits; `end()` then finds them
+    at their work: ok."""
     from fakes.procs import wait_until
 
     monkeypatch.setenv(BEHAVIOUR_VARIABLE, "work")
     running = background(2)
     running.start(ready_by=time.monotonic() + FAR)
     assert [(s, e) for _, s, _, e in running.outcome()] == [("running", "fake")] * 2
-    wait_until(lambda: all(beats(marks, t) >= 40 for t in targets(2)), "forty beats each")
+    wait_until(lambda: all(beats(marks, t) >= 10 for t in targets(2)), "ten beats each")
     done = running.end()
     assert [(c.status, c.reason) for c in done] == [("ok", None)] * 2
     assert running.end() == done  # ending twice is ending once
@@ -428,8 +436,8 @@ def test_ending_a_background_workload_judges_what_each_child_was_doing(marks: Pa
     from fakes.procs import wait_until
 
     kinds = ("hang", "no-ready", "error")
-    running = Background(MODULE, targets(3), behaviours(*kinds), time.monotonic() + FAR)
-    running.start(ready_by=time.monotonic() + 1.0)  # the no-ready one is not waited for long
+    running = background(3, behaviours(*kinds))
+    running.start(ready_by=time.monotonic())  # none is waited for: they are heard on its thread
     heard = {(0, "running", "fake"), (2, "failed", "fake")}
     wait_until(lambda: heard <= {(t.index, s, e) for t, s, _, e in running.outcome()}, "them")
     done = running.end()
@@ -441,11 +449,12 @@ def test_ending_a_background_workload_judges_what_each_child_was_doing(marks: Pa
 
 def test_a_background_workload_is_ended_at_its_deadline_without_its_caller(marks: Path) -> None:
     """Its caller may never call `end()` (a check abandoned at its deadline): the children
-    are killed and reaped at the workload's own deadline all the same, named hung."""
+    are killed and reaped at the workload's own deadline all the same, named hung (the clock
+    passes it once both said what they do)."""
     from fakes.procs import wait_until
 
-    running = Background(MODULE, targets(2), behaviours("hang", "hang"), time.monotonic() + 2.0)
-    running.start(ready_by=time.monotonic() + 2.0)
+    running = background(2, behaviours("hang", "hang"), JumpClock(all_marked(marks, "doing", 2)))
+    running.start(ready_by=time.monotonic() + FAR)
     wait_until(lambda: all(s != "running" for _, s, _, _ in running.outcome()), "the deadline")
     done = running.children
     assert [c.status for c in done] == ["hung", "hung"]
@@ -462,7 +471,7 @@ def test_a_background_workload_without_its_thread_ends_its_children_at_once(
         raise CannotStart(f"could not start a thread ({name}): can't start new thread")
 
     monkeypatch.setattr(children, "start_daemon", refuse)
-    running = background(2, startup_s=0.0)
+    running = background(2)
     with pytest.raises(CannotStart, match="workload"):
         running.start(ready_by=time.monotonic() + FAR)
     assert_nothing_left(running.children, marks)

@@ -12,9 +12,11 @@ import os
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.procs import JumpClock
 from sitscheck.accept import multigpu
 from sitscheck.accept.multigpu import MIN_PHASE_S, PASSED_ON, RESERVE_S, run_multigpu
 from sitscheck.accept.phases import Injection, PhaseContext, record_name, run_plan
@@ -26,12 +28,17 @@ FAKE = "fakes.fake_rank"
 UUIDS = ("GPU-2b73ad72-0000", "GPU-2cc8f644-0001", "GPU-83543b48-0002")
 
 
-def context(count: int, stopped: Callable[[], bool] = lambda: False, **extra: Any) -> PhaseContext:
+def context(
+    count: int,
+    stopped: Callable[[], bool] = lambda: False,
+    clock: Callable[[], float] = time.monotonic,
+    **extra: Any,
+) -> PhaseContext:
     gpus = NodeGpus(None)  # no NVML: the stand-in ranks need only the targets
     gpus.targets = [
         Target(i, UUIDS[i], f"00000000:{7 + i:02x}:00.0", "NVIDIA H200") for i in range(count)
     ]
-    return PhaseContext(gpus=gpus, began=time.monotonic(), stopped=stopped, engine="auto",
+    return PhaseContext(gpus=gpus, began=clock(), stopped=stopped, engine="auto", clock=clock,
                         **extra)  # fmt: skip
 
 
@@ -101,27 +108,25 @@ def test_on_a_customers_node_nccl_keeps_its_defaults(clean_env: pytest.MonkeyPat
     assert fields["result"]["nccl"]["nvls_disabled"] is False
 
 
-def test_a_rank_that_hangs_is_killed_at_the_phases_deadline_and_reaped(
-    clean_env: pytest.MonkeyPatch,
+def test_inject_hang_reaches_the_rank_of_that_gpu_alone_killed_at_the_deadline_and_reaped(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    clean_env.setenv("SITSCHECK_TEST_RANK_1", "hang")
-    ctx = context(2)
-    fields = run_multigpu(phase(2, seconds=2.0), ctx, module=FAKE)
-    assert time.monotonic() >= ctx.began + 2.0
-    hung = next(g for g in fields["gpus"] if g["index"] == 1)
-    assert hung["status"] == "hung"
+    """`--inject hang:1`: rank 1 alone hangs (rank 0's arguments carry no injection). The
+    phase's clock passes its deadline once both ranks have said their last line: rank 1 is
+    hung, named with what it did, killed and reaped; rank 0's figure stands."""
+    clean_env.setenv("SITSCHECK_TEST_RANK_MARKS", str(tmp_path))
+    clock = JumpClock(lambda: all((tmp_path / f"rank{r}.said").exists() for r in (0, 1)))
+    ctx = context(2, injections=(Injection("hang", 1),), clock=clock)
+    fields = run_multigpu(phase(2), ctx, module=FAKE)
+    assert clock.jumped  # the phase ended at its deadline, not before
+    assert "--inject" not in seen(fields, 0)["args"]
+    assert [g["status"] for g in fields["gpus"]] == ["ok", "hung"]
+    hung = fields["gpus"][1]
     assert hung["reason"].startswith("stopped responding while nccl: all-reduce (pid")
     pid = int(re.search(r"pid (\d+)", hung["reason"]).group(1))  # type: ignore[union-attr]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped: no such process, not even a zombie
     assert fields["result"]["nccl"] is not None  # rank 0's, which finished
-
-
-def test_inject_hang_reaches_the_rank_of_that_gpu_alone(clean_env: pytest.MonkeyPatch) -> None:
-    ctx = context(2, injections=(Injection("hang", 1),))
-    fields = run_multigpu(phase(2, seconds=2.0), ctx, module=FAKE)
-    assert "--inject" not in seen(fields, 0)["args"]
-    assert [g["status"] for g in fields["gpus"]] == ["ok", "hung"]
 
 
 def test_a_failed_rank_is_failed_with_its_reason(clean_env: pytest.MonkeyPatch) -> None:

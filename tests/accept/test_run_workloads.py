@@ -22,7 +22,7 @@ import fake_workloads
 import pytest
 from fake_workloads.behave import BEHAVIOUR_VARIABLE
 from fakes.fake_pynvml import FakePynvml, load_recording
-from fakes.procs import still_running
+from fakes.procs import JumpClock, still_running
 from sitscheck.app import RunRequest, execute, installed_evidence
 from sitscheck.config import RunConfig
 from sitscheck.contract.declarations import WorkloadSpec
@@ -30,6 +30,7 @@ from sitscheck.probes.bandwidth import BANDWIDTH_JSON
 from sitscheck.sources.command import CommandRunner
 from sitscheck.sources.live import LiveOptions, LiveSources
 from sitscheck.sources.nvml import Nvml
+from sitscheck.workloads.bandwidth import run_probe
 from sitscheck.workloads.children import Target
 from sitscheck.workloads.load import start_load, visible_targets
 
@@ -43,6 +44,9 @@ BANDWIDTH = WorkloadSpec(phase="bandwidth", module=MODULE, record=BANDWIDTH_JSON
                          summary="fake", share=0.06, order=40)  # fmt: skip
 WINDOW_S = 0.3
 LOAD_S = WINDOW_S + 2.0  # the window and the run's margin (`app.live_options`)
+# the children's warm-up before the window (power and clocks settling: none on a fake), and
+# the runner's SIGTERM-to-SIGKILL grace (a child that outlives SIGTERM here ignores it)
+WARMUP_S, GRACE_S = 0.0, 0.05
 FAILED = "the --load workload (soak) failed: cuInit failed (fake): CUDA_ERROR_NO_DEVICE"
 
 
@@ -67,7 +71,7 @@ def live(
     options = LiveOptions(
         driver_markers=(str(marker),), sample_seconds=WINDOW_S, sample_interval_s=0.1,
         sys_root=str(tmp_path / "sys"), command_timeout_s=2.0, load_seconds=load_s,
-        bandwidth_s=bandwidth_s,
+        load_warmup_s=WARMUP_S, bandwidth_s=bandwidth_s,
     )  # fmt: skip
     runner = CommandRunner(path=str(tmp_path / "no-bin"))
     return LiveSources(
@@ -137,11 +141,12 @@ def test_a_gpu_the_load_did_not_keep_busy_makes_telemetry_unknown_live_and_repla
 def test_a_load_child_not_ready_when_the_window_opens_is_named_and_never_waited_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marks: Path
 ) -> None:
-    """The window waits for the children at most the workload's start allowance (a second
-    here: children that never say they are ready, and ignore SIGTERM)."""
+    """The window waits for the children at most the workload's start allowance (none here:
+    children that never say they are ready, and ignore SIGTERM; a load that waited for them
+    would find them hung at its deadline instead)."""
     monkeypatch.setenv(BEHAVIOUR_VARIABLE, "no-ready")
     quick = WorkloadSpec(phase="soak", module=MODULE, record="accept/soak.json", summary="fake",
-                         share=None, order=30, keeps_busy=True, startup_s=1.0)  # fmt: skip
+                         share=None, order=30, keeps_busy=True, startup_s=0.0)  # fmt: skip
     sources = live(tmp_path, monkeypatch, load_s=LOAD_S, workloads=(quick,))
     try:
         snapshot = sampled(sources)
@@ -193,13 +198,14 @@ def test_bandwidth_runs_the_bandwidth_checks_declared_workload_on_the_gpus_given
 
 
 def test_a_bandwidth_probe_that_hangs_is_killed_at_its_deadline_and_named(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marks: Path
+    monkeypatch: pytest.MonkeyPatch, marks: Path
 ) -> None:
+    """The probe as `run --bandwidth` runs it (`LiveSources.artifact` returns its artifact as
+    it is), on a clock that passes its deadline once the probe has said what it does."""
     monkeypatch.setenv(BEHAVIOUR_VARIABLE, "hang")
-    sources = live(tmp_path, monkeypatch, bandwidth_s=0.5)
-    artifact = sources.artifact(BANDWIDTH_JSON)
-    sources.close()
-    assert artifact.text is None
+    spoke = JumpClock(lambda: any(marks.glob("*.bandwidth.doing")))
+    artifact = run_probe(MODULE, 0.5, clock=spoke, grace_s=GRACE_S)
+    assert spoke.jumped and artifact.text is None
     assert artifact.reason is not None and artifact.reason.endswith(
         "stopped responding while bandwidth: fake work on none; killed"  # none: inherited
     )

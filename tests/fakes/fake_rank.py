@@ -3,7 +3,9 @@ it reads its options and checks its rendezvous folder with the real rank's own c
 what it was given (CUDA_VISIBLE_DEVICES, the NCCL, NVSHMEM and symmetric-memory variables, the
 folder's mode, its options) and does what SITSCHECK_TEST_RANK_<rank> says (a SITSCHECK_
 variable reaches every child): `ok` (the default: a healthy 8x H200's figure), `wrong`
-(3 wrong sums), `no-nccl`, `fail`, `hang` (also with --inject hang)."""
+(3 wrong sums), `no-nccl`, `fail`; with `--inject hang` it hangs. With
+SITSCHECK_TEST_RANK_MARKS=DIR, a rank writes DIR/rank<R>.said once its last line is flushed
+(a hung rank's `doing`, a healthy one's result): a test waits on the file, never on time."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ def main() -> None:
     how = os.environ.get(f"SITSCHECK_TEST_RANK_{args.rank}", "ok")
     channel.send("ready", engine="torch")
     channel.doing(f"nccl: all-reduce (pid {os.getpid()})")
-    if how == "hang" or args.inject == "hang":
+    if args.inject == "hang":
+        said(args.rank)
         while True:
             time.sleep(0.1)
     if how == "fail":
@@ -55,7 +58,15 @@ def main() -> None:
                  wrong_elements=3 if how == "wrong" else 0,
                  expected_sum=args.world * (args.world + 1) / 2, nccl=nccl, nccl_reason=None,
                  seen=seen)  # fmt: skip
+    said(args.rank)
     os._exit(0)
+
+
+def said(rank: int) -> None:
+    marks = os.environ.get("SITSCHECK_TEST_RANK_MARKS")
+    if marks:
+        with open(os.path.join(marks, f"rank{rank}.said"), "w"):
+            pass
 
 
 if __name__ == "__main__":

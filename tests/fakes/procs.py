@@ -1,4 +1,5 @@
-"""Processes the tests start: read their pids, wait until they are gone, clean up by pid."""
+"""Processes the tests start: read their pids, wait until they are gone, clean up by pid; a
+clock that passes a deadline once they have shown what a test waits for."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+
+FAR = 3600.0  # a deadline no test reaches by waiting
 
 
 def read_pids(pidfile: Path) -> list[int]:
@@ -55,3 +58,16 @@ def wait_until(condition: Callable[[], object], what: str, within_s: float = 60.
     while not condition():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.02)
+
+
+class JumpClock:
+    """time.monotonic, 2 × FAR seconds later from the moment `when()` first holds: a deadline
+    FAR away (or nearer) passes then, and only then, however slow the machine is."""
+
+    def __init__(self, when: Callable[[], bool]) -> None:
+        self.when = when
+        self.jumped = False
+
+    def __call__(self) -> float:
+        self.jumped = self.jumped or self.when()
+        return time.monotonic() + (2 * FAR if self.jumped else 0.0)

@@ -18,10 +18,15 @@ BUNDLES = Path(__file__).resolve().parent.parent / "bundles"
 V2 = load_recording(BUNDLES / "h200x1-idle-v2" / "nvml.json")
 LINKED = load_recording(BUNDLES / "h200x2-idle-v1" / "nvml.json")
 MEMORY = ("mem_total_bytes", "mem_used_bytes", "mem_reserved_bytes")
+# GPM's last sample is taken only 0.2 s or more after its first: a window of at least two
+# sample intervals (0.2 s each) has one, however late its first sample comes
+GPM_WINDOW_S = 0.5
 
 
-def snapshot(fake: FakePynvml, deadline_s: float = 2.0, window_s: float = 0.5) -> dict[str, Any]:
-    """A short window: a GPM interval and a memory reading (one a second: pass 1.5 s for two)."""
+def snapshot(fake: FakePynvml, deadline_s: float = 2.0, window_s: float = 0.1) -> dict[str, Any]:
+    """A short window: the counters read at both ends and a first sample, with its memory
+    reading. Pass GPM_WINDOW_S for a GPM interval, 1.5 s for two memory readings (one a
+    second)."""
     nvml = Nvml(fake, deadline_s)
     nvml.init()
     try:
@@ -116,7 +121,7 @@ def test_a_gpm_nvlink_metric_that_fails_is_noted() -> None:
     for record in gpu["gpm"]:
         record["nvlink_rx_mib_s"] = record["nvlink_tx_mib_s"] = None
     gpu["unavailable"]["nvlink_throughput.gpm"] = "error"
-    (got,) = snapshot(FakePynvml(recording))["gpus"]  # a GPM interval
+    (got,) = snapshot(FakePynvml(recording), window_s=GPM_WINDOW_S)["gpus"]  # a GPM interval
     assert got["gpm"] and all(r["nvlink_rx_mib_s"] is None for r in got["gpm"])
     assert all(r["sm_util"] == 0.0 for r in got["gpm"])  # the other metrics are unaffected
     assert got["unavailable"]["nvlink_throughput.gpm"] == "error"
@@ -133,7 +138,7 @@ def test_a_gpm_nvlink_metric_that_fails_is_noted() -> None:
 def test_a_hung_call_is_a_timeout_under_the_deadline(function: str, key: str) -> None:
     fake = FakePynvml(V2)
     fake.block(function)
-    (got,) = snapshot(fake, deadline_s=0.3, window_s=0.5)["gpus"]
+    (got,) = snapshot(fake, deadline_s=0.3)["gpus"]
     assert got["unavailable"][key] == "timeout"
     assert function in got["failures"][key] and "did not return within 0.3s" in got["failures"][key]
 

@@ -148,15 +148,20 @@ def test_a_node_it_cannot_drain_is_not_tested(tmp_path: Path) -> None:
 
 
 def test_jobs_still_running_after_the_wait_leave_it_drained_untested(tmp_path: Path) -> None:
+    """The wait is the script's pauses between looks at the node (`sleep 2` each), counted: a
+    fake `sleep` records each and returns at once."""
     node = Node(tmp_path)
     node._fake("sinfo", "echo 'draining|sitscheck accept'\n")  # a job that does not end
+    slept = tmp_path / "slept"
+    node._fake("sleep", f'printf "%s\\n" "$*" >> "{slept}"\n')
     node.sitscheck("echo 'ok: fine'\nexit 0\n")
-    done = node.run(SITSCHECK_DRAIN_WAIT="2")
+    done = node.run(SITSCHECK_DRAIN_WAIT="6")
     assert done.returncode == 3, done.stderr
+    assert slept.read_text().split() == ["2", "2", "2"]
     assert not node.ran.exists()
     assert node.scontrol_calls() == [
         DRAIN,
-        f"{DRAIN}: not run: jobs still running after 2 s (draining)",
+        f"{DRAIN}: not run: jobs still running after 6 s (draining)",
     ]
 
 
