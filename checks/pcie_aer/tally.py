@@ -11,9 +11,10 @@ number of devices and groups, not of events.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sitscheck.kernlog.storm import BoundedEvents, Tally, aer_events
+from sitscheck.kernlog.storm import BoundedEvents, Tally
 from sitscheck.kernlog.times import seconds
 
 if TYPE_CHECKING:  # the parser hands its events here (`parse.AerLines`), shaped in `events`
@@ -85,6 +86,16 @@ class UncorrectedTally:
             if len(first) > 1 and first[-2][0] > index:
                 first.sort(key=lambda pair: pair[0])
             del first[EXCERPT:]
+
+
+def aer_events(events: Iterable[AerEvent] = ()) -> BoundedEvents[AerEvent]:
+    """AER events grouped per (device, severity, type, errors): the storm facts."""
+    bounded: BoundedEvents[AerEvent] = BoundedEvents(
+        ("device", "severity", "type", "errors"),
+        lambda e: (e.device, e.severity, e.type, tuple(e.errors)),
+        lambda e: e.time,
+    )
+    return bounded.extend(events)
 
 
 class AerTally(Tally["AerEvent"]):

@@ -9,7 +9,9 @@ first 1,000 events, groups). Memory grows with the number of groups, not of even
 
 from __future__ import annotations
 
-from sitscheck.kernlog.storm import BoundedEvents, Tally, xid_events
+from collections.abc import Iterable
+
+from sitscheck.kernlog.storm import BoundedEvents, Tally
 from sitscheck.kernlog.times import seconds
 
 from .catalog import XidInfo, assess_xid, lookup_sxid, lookup_xid
@@ -55,6 +57,14 @@ def assess(code: int, worst: XidInfo, event: XidEvent) -> XidInfo:
 
 def _rank(severity: str) -> int:
     return {"info": 0, "warning": 1, "critical": 2}.get(severity, 1)
+
+
+def xid_events(events: Iterable[XidEvent] = ()) -> BoundedEvents[XidEvent]:
+    """Xid events grouped per (device, xid, sxid): the storm facts."""
+    bounded: BoundedEvents[XidEvent] = BoundedEvents(
+        ("device", "xid", "sxid"), lambda e: (e.device, e.xid, e.sxid), lambda e: e.time
+    )
+    return bounded.extend(events)
 
 
 class XidTally(Tally["XidEvent"]):

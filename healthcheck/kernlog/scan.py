@@ -44,20 +44,16 @@ def _scan(
     blocks: Iterable[bytes], interests: Mapping[str, KernelLogInterest]
 ) -> tuple[int, dict[str, Any]]:
     """(lines read, each interest's handler result) over blocks of whole lines."""
-    routes: dict[str, tuple[Windows, LineHandler]] = {
-        name: (
-            Windows(interest.anchors, interest.head_lines, interest.wants),
-            resolve(interest.handler)(),
-        )
-        for name, interest in interests.items()
-    }
+    handlers: dict[str, LineHandler] = {n: resolve(i.handler)() for n, i in interests.items()}
+    feeds = [
+        (Windows(i.anchors, i.head_lines, i.wants), handlers[n].feed) for n, i in interests.items()
+    ]
     lines = LogLines(anchor.needle for i in interests.values() for anchor in i.anchors)
-    feeds = [(windows, handler.feed) for windows, handler in routes.values()]
     for block in lines.blocks(blocks):
         for windows, feed in feeds:
             for line in iter_kernel_lines(windows.kept(block)):
                 feed(line.body, line.time)
-    return lines.count, {name: handler.finish() for name, (_, handler) in routes.items()}
+    return lines.count, {name: handler.finish() for name, handler in handlers.items()}
 
 
 def declared_interests(checks: Iterable[Any]) -> dict[str, KernelLogInterest]:

@@ -145,21 +145,3 @@ def normalised(text: str | None) -> float | str | None:
     `Sep 19 16:18:02`, `dmesg -H` deltas), which names no point in time."""
     parsed = parse_time(text, DATED)
     return parsed.isoformat() if isinstance(parsed, datetime) else parsed
-
-
-def aer_events(events: Iterable[Any] = ()) -> BoundedEvents[Any]:
-    """AER events (`AerEvent`) grouped per (device, severity, type, errors)."""
-    bounded: BoundedEvents[Any] = BoundedEvents(
-        ("device", "severity", "type", "errors"),
-        lambda e: (e.device, e.severity, e.type, tuple(e.errors)),
-        lambda e: e.time,
-    )
-    return bounded.extend(events)
-
-
-def xid_events(events: Iterable[Any] = ()) -> BoundedEvents[Any]:
-    """Xid events (`XidEvent`) grouped per (device, xid, sxid)."""
-    bounded: BoundedEvents[Any] = BoundedEvents(
-        ("device", "xid", "sxid"), lambda e: (e.device, e.xid, e.sxid), lambda e: e.time
-    )
-    return bounded.extend(events)

@@ -45,11 +45,3 @@ def parse_time(text: str | None, forms: tuple[str, ...]) -> float | datetime | N
         except ValueError:
             continue
     return None
-
-
-def span_minutes(times: list[str | None]) -> float | None:
-    """Minutes between the first and last parseable time; None when fewer than two parse."""
-    values = [v for v in (seconds(t) for t in times) if v is not None]
-    if len(values) < 2:
-        return None
-    return (max(values) - min(values)) / 60.0

@@ -25,13 +25,20 @@ from sitscheck.checks.xid.tally import XidTally
 from sitscheck.gpu.identity import GpuRef
 from sitscheck.kernlog.lines import iter_kernel_lines
 from sitscheck.kernlog.storm import MAX_EVENTS
-from sitscheck.kernlog.times import span_minutes
+from sitscheck.kernlog.times import seconds
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from storms import GPU0, GPU1, STAMPS, corrected_storm, storm, tally_of  # noqa: E402
+
+
+def span_minutes(times: list[str | None]) -> float | None:
+    """The reference: minutes between the first and last time that reads as seconds; None
+    when fewer than two do."""
+    values = [v for v in (seconds(t) for t in times) if v is not None]
+    return (max(values) - min(values)) / 60.0 if len(values) >= 2 else None
 
 
 def paths() -> list[GpuPath]:

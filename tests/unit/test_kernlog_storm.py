@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from sitscheck.checks.pcie_aer.parse import AerEvent
+from sitscheck.checks.pcie_aer.tally import aer_events
 from sitscheck.checks.xid.parse import XidEvent
-from sitscheck.kernlog.storm import MAX_EVENTS, aer_events, normalised, xid_events
+from sitscheck.checks.xid.tally import xid_events
+from sitscheck.kernlog.storm import MAX_EVENTS, normalised
 
 
 def aer(n: int, device: str = "0000:19:00.0", severity: str = "corrected") -> AerEvent:
