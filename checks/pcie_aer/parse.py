@@ -18,7 +18,7 @@ The grouping rules are those of the project's facts document (section "aer");
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import KernelLine
@@ -28,7 +28,7 @@ from .events import CORRECTABLE_BITS, UNCORRECTABLE_BITS, AerEvent, DpcEvent, Se
 from .reports import Reports
 from .resolve import Resolver, Sink
 from .tally import AerTally
-from .wordings import might_be_aer, read_message
+from .wordings import Said, might_be_aer, read_message
 
 __all__ = [
     "AER_ANCHORS",
@@ -76,20 +76,18 @@ class AerLines:
             self.tally = AerTally()
             sink = self.tally.add
         self._reports = Reports(Resolver(sink))
-        # what each message does to the reports: what it says (`read_message`), applied
-        self._steps: dict[str, Callable[[str | None], None] | None] = {}
+        self._said: dict[str, Said | None] = {}  # what each message says (`read_message`)
 
     def feed(self, body: str, time: str | None) -> None:
         """A line's message and time (`KernelLine.body`, `.time`)."""
         try:
-            step = self._steps[body]
+            said = self._said[body]
         except KeyError:
-            if len(self._steps) >= MAX_REMEMBERED:
-                self._steps.clear()
-            said = read_message(body)
-            step = self._steps[body] = None if said is None else self._reports.step(said)
-        if step is not None:
-            step(time)
+            if len(self._said) >= MAX_REMEMBERED:
+                self._said.clear()
+            said = self._said[body] = read_message(body)
+        if said is not None:
+            self._reports.apply(said, time)
 
     def finish(self) -> AerTally | None:
         """The tally (None when the events went to a sink of the caller's)."""

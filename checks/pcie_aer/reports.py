@@ -19,7 +19,6 @@ and a line that would still have joined it then starts a report of its own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from . import wordings as w
@@ -135,17 +134,11 @@ class Reports:
             w.Cper: self._cper,
         }
 
-    def step(self, said: w.Said) -> Callable[[str | None], None]:
-        """What a message does to the reports, given its time: one message of the log (a
-        storm's messages repeat: the caller keeps the step of each)."""
-        return partial(self._apply[type(said)], said)
-
-    def _add(self, slot: _Slot) -> None:
-        """A new report, after the reports done are handed on every `FLUSH_EVERY` new ones
-        (before the new one is linked to anything: the state is that of the line before)."""
+    def apply(self, said: w.Said, time: str | None) -> None:
+        """One message of the log, and its time."""
+        self._apply[type(said)](said, time)
         if len(self.slots) >= self.flush_at:
             self.flush()
-        self.slots.append(slot)
 
     def finish(self) -> None:
         """The end of the log: every report is done."""
@@ -192,13 +185,13 @@ class Reports:
         orphan = _Header(said.reporter, said.domain, time)
         orphan.source = said.source
         orphan.source_id = said.source_id
-        self._add(orphan)
+        self.slots.append(orphan)
 
     def _open(self, header: _Header) -> None:
         """A new report: the detail lines after it start its blocks."""
-        self._add(header)
         self._make_room(header.reporter)
         self.open_headers[header.reporter] = header
+        self.slots.append(header)
 
     def _make_room(self, reporter: str | None) -> None:
         """What a new report's header does to the others: every open block is done, so is the
@@ -242,7 +235,7 @@ class Reports:
         if header is not None:
             header.blocks.append(block)
         else:
-            self._add(block)
+            self.slots.append(block)
         self.open_blocks[said.device] = block
         return block
 
@@ -279,7 +272,7 @@ class Reports:
         if waiting:
             waiting.pop(0).merged = block
         else:
-            self._add(block)
+            self.slots.append(block)
         self.open_blocks[said.device] = block
 
     def _ghes_layer(self, said: w.GhesLayer, time: str | None) -> None:
@@ -309,9 +302,8 @@ class Reports:
         elif said.section is not None:
             record.current = None
             if said.section:
-                section = _Section(record)
-                self._add(section)
-                record.current = section
+                record.current = _Section(record)
+                self.slots.append(record.current)
         elif record.current is not None:
             self._cper_section_field(record.current, said)
 
