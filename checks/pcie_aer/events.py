@@ -6,7 +6,6 @@ names are the kernel's current short ones (drivers/pci/pcie/aer.c).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import ClassVar, Literal
 
 from msgspec import Struct
@@ -86,7 +85,6 @@ class DpcEvent(AerEvent, frozen=True):
     containment: ClassVar[bool] = True
 
 
-@lru_cache(maxsize=1024)  # (a storm repeats a few status words over and over)
 def error_names(severity: Severity, status: tuple[int, int] | None, bits: Bits) -> tuple[str, ...]:
     """Bit names: decoded from status & ~mask when printed, then the bit lines as printed."""
     table = CORRECTABLE_BITS if severity == "corrected" else UNCORRECTABLE_BITS
