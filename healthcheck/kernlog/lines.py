@@ -32,16 +32,6 @@ from collections.abc import Iterable, Iterator
 
 from msgspec import Struct
 
-__all__ = [
-    "LABEL",
-    "MAX_JOINED",
-    "KernelLine",
-    "continues",
-    "iter_kernel_lines",
-    "split_kernel_line",
-    "unwrap_lines",
-]
-
 
 class KernelLine(Struct, frozen=True):
     """One kernel message line with every log-tool prefix stripped."""
@@ -104,13 +94,16 @@ _MAYBE_PREFIX = (
 # `_MAYBE_PREFIX` never matches: told at less cost than by trying that.
 _DEVICE_MESSAGE = r"[a-z][a-z0-9_.-]* [0-9a-f]{4,5}:"
 # The fast path for the line nearly every log has: the plain `dmesg` stamp "[  123.456789] "
-# (also "[  +0.000316] ") and the message (`body`), no other prefix. Bounded to keep the "]"
-# within the first 64 characters, where `_strip_bracket` looks for it; its one separator space,
-# if there is one, is taken whole before what follows is tried.
-_PLAIN_LINE = re.compile(
-    r"\[ {0,24}(?P<time>\+?[0-9]{1,24}\.[0-9]{1,12})\](?=(?P<sep> ?))(?P=sep)"
+# (also "[  +0.000316] ") and the message (`body`), no other prefix; else (`other`) a line to
+# split by `split_kernel_line`. Matched against lines joined by line breaks, each line whole
+# (where a lookahead reads on into the next line, the line goes to `other`: same result). The
+# "]" is kept within the first 64 characters, where `_strip_bracket` looks for it; its one
+# separator space, if there is one, is taken whole before what follows is tried.
+_PLAIN_LINES = re.compile(
+    r"^(?:\[ {0,24}(?P<time>\+?[0-9]{1,24}\.[0-9]{1,12})\](?=(?P<sep> ?))(?P=sep)"
     r"(?:(?=" + _DEVICE_MESSAGE + r")|(?!" + _MAYBE_PREFIX + r"))"
-    r"(?P<body>(?s:.*))"
+    r"(?P<body>.*)|(?P<other>.*))$",
+    re.MULTILINE,
 )
 
 _MAX_PREFIXES = 8  # a line never legitimately stacks more prefixes than this
@@ -134,26 +127,33 @@ def split_kernel_line(raw: str) -> KernelLine | None:
 
 
 def iter_kernel_lines(lines: Iterable[str]) -> Iterator[KernelLine]:
-    """Stream `KernelLine`s from raw lines: newlines and NUL bytes stripped, garbage tolerated.
-
-    A line with just the plain `dmesg` stamp before its message is split here by one match (the
-    `split_kernel_line` result, without its search through every other prefix form).
-    """
+    """Stream `KernelLine`s from raw lines: newlines and NUL bytes stripped, garbage tolerated."""
     for raw in lines:
         if "\x00" in raw:
             raw = raw.replace("\x00", "")
-        line = raw.rstrip("\r\n")
-        plain = _PLAIN_LINE.match(line)
-        if plain is not None:
-            yield KernelLine(plain["body"], plain["time"])
-            continue
-        record = split_kernel_line(line)
+        record = split_kernel_line(raw.rstrip("\r\n"))
         if record is None:
             continue
         if record.seq is not None and "\\x0a" in record.body:
             yield from _split_escaped_newlines(record)
         else:
             yield record
+
+
+def kernel_messages(lines: list[str]) -> list[tuple[str, str | None]]:
+    """Each message of `iter_kernel_lines(lines)` and its time (`body`, `time`): the lines with
+    just the plain `dmesg` stamp split by one pass over them all (`_PLAIN_LINES`), the others
+    (and all where one holds a carriage return or a NUL byte) one at a time."""
+    text = "\n".join(lines)
+    if not lines or "\r" in text or "\x00" in text:
+        return [(line.body, line.time) for line in iter_kernel_lines(lines)]
+    messages: list[tuple[str, str | None]] = []
+    for time, _, _, body, other in _PLAIN_LINES.findall(text):
+        if time:
+            messages.append((body, time))
+        else:
+            messages.extend((line.body, line.time) for line in iter_kernel_lines((other,)))
+    return messages
 
 
 # A line of its own (`continues`) begins with a bracket, a console level or a firmware record's

@@ -20,7 +20,7 @@ from ..contract.declarations import KernelLogInterest, LineHandler, resolve
 from ..sources.files import READ_CHUNK
 from ..sources.scope import work_deadline
 from .candidates import LogLines, Windows, file_blocks, read_chunks
-from .lines import iter_kernel_lines
+from .lines import kernel_messages
 
 if TYPE_CHECKING:  # the scan itself needs no sources (and `scan_file` is timed from cold)
     from ..sources.base import Sources
@@ -51,8 +51,8 @@ def _scan(
     lines = LogLines(anchor.needle for i in interests.values() for anchor in i.anchors)
     for block in lines.blocks(blocks):
         for windows, feed in feeds:
-            for line in iter_kernel_lines(windows.kept(block)):
-                feed(line.body, line.time)
+            for body, time in kernel_messages(windows.kept(block)):
+                feed(body, time)
     return lines.count, {name: handler.finish() for name, handler in handlers.items()}
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fakes.kernel_lines import candidate_lines
+from hypothesis import given
+from hypothesis import strategies as st
 from sitscheck.kernlog.anchor import Anchor
 from sitscheck.kernlog.lines import (
     MAX_JOINED,
     KernelLine,
     continues,
     iter_kernel_lines,
+    kernel_messages,
     split_kernel_line,
     unwrap_lines,
 )
@@ -159,6 +163,58 @@ def test_iter_is_lazy() -> None:
     stream = iter_kernel_lines(endless())
     assert next(stream).body == "line 1"
     assert next(stream).time == "2.000000"
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel_messages: the lines of a block at once, as split_kernel_line splits each
+
+
+def one_at_a_time(lines: list[str]) -> list[tuple[str, str | None]]:
+    """The reference: each line split by itself (`split_kernel_line`, through the iterator)."""
+    return [(line.body, line.time) for line in iter_kernel_lines(lines)]
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+# lines whose lookaheads could read on into the next line once joined, and every prefix form
+TRICKY = [
+    "[  1.000000] gpu-07",
+    "kernel: the next line begins like a tag",
+    "[  2.000000] word",
+    "[  7.000000] gpu-07 kernel: journald monotonic",
+    "12 16:18:02 host kernel: x",
+    "[  3.000000] nvidia 0000:b3:00.0: the device form",
+    "[  4.000000] ",
+    "[  5.000000]",
+    "",
+    "[  6.000000] [  T291] with a caller",
+    "[  +0.000316] relative",
+    "4,2871,512100200,-;NVRM: a\\x0aNVRM: b",
+    " SUBSYSTEM=pci",
+    "Sep 19 16:18:02 host kernel: [68183.615790] pcieport 0000:00:1d.0: AER: x",
+]
+
+
+@pytest.mark.parametrize(
+    "path", sorted(CORPUS.glob("*/*.txt")), ids=lambda path: f"{path.parent.name}/{path.stem}"
+)
+def test_kernel_messages_split_a_corpus_log_as_each_line_alone(path: Path) -> None:
+    lines = path.read_text(errors="replace").split("\n")
+    assert kernel_messages(lines) == one_at_a_time(lines)
+
+
+@given(st.lists(st.sampled_from(TRICKY) | st.text(alphabet="[]0123456789.+ :kernl\r\x00Tab")))
+def test_kernel_messages_split_any_lines_as_each_line_alone(lines: list[str]) -> None:
+    assert kernel_messages(lines) == one_at_a_time(lines)
+
+
+def test_kernel_messages_take_the_plain_stamp_and_leave_the_rest_to_the_splitter() -> None:
+    assert kernel_messages(["[  1.000000] gpu-07", "kernel: x", "[  2.0] a: b", ""]) == [
+        ("gpu-07", "1.000000"),
+        ("x", None),
+        ("a: b", "2.0"),
+        ("", None),
+    ]
+    assert kernel_messages([]) == []
 
 
 # ---------------------------------------------------------------------------------------------
