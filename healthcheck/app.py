@@ -159,15 +159,12 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
     dirs = rules_dirs(config)
     deadline = started + config.run_timeout_s  # rules past it are UNKNOWN, the report written
 
-    def compile_rules() -> tuple[CelEnvironment, RuleSet, dict[str, Profile]]:
-        from .engine.cel import CelEnvironment
+    def compile_rules(env: CelEnvironment) -> tuple[RuleSet, dict[str, Profile]]:
         from .engine.loader import load_profiles, rule_files, shipped_rules_dirs
 
-        env = CelEnvironment()
         shipped = shipped_rules_dirs()  # the plugins' rule packages, looked up once
         rules = load_rules(rule_files(dirs, shipped), env, deadline, shipped)
-        profiles = load_profiles(dirs, shipped)
-        return env, rules, profiles
+        return rules, load_profiles(dirs, shipped)
 
     # A live run compiles the rules while the checks run (it mostly waits on the sampling
     # window). A replay has no window to hide them behind: on its threads the two only
@@ -181,7 +178,14 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
         if request.bundle is None and declared.nvml and not config.load:
             # its NVML calls end within the GPU checks' deadline, which is theirs
             open_window(sources, min(time.monotonic() + config.check_timeout_s, deadline))
-        background = Background(compile_rules) if request.bundle is None else None
+        # The CEL engine (a native library where its wheel installs) is loaded before the
+        # checks' threads start: under an address-space limit (`ulimit -v`) a thread may then
+        # be refused, its check UNKNOWN saying so, but the rules still run and the report is
+        # written (tests/faults/test_fault_address_space.py).
+        from .engine.cel import CelEnvironment
+
+        env = CelEnvironment()
+        background = Background(lambda: compile_rules(env)) if request.bundle is None else None
         # what runs the checks and makes the report is loaded once the window is open (a live
         # run's sampling starts without waiting for it)
         from .contract.runner import run_checks
@@ -195,7 +199,7 @@ def execute(request: RunRequest, wrap: SourcesWrapper | None = None) -> Report:
             results = run_checks(guarded, sources, config, settings, deadline=deadline)
         driver = sources.driver()
         meta = sources.meta()
-    env, ruleset, profiles = background.result() if background else compile_rules()
+    ruleset, profiles = background.result() if background else compile_rules(env)
     profile = select_profile(profiles, config.profile, results)
     node = {"gpu_count": _gpu_count(results), "expect_gpus": config.expect_gpus}
     verdicts = evaluate_rules(ruleset, results, profile, env, node, deadline)
