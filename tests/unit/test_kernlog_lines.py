@@ -202,9 +202,16 @@ def test_kernel_messages_split_a_corpus_log_as_each_line_alone(path: Path) -> No
     assert kernel_messages(lines) == one_at_a_time(lines)
 
 
-@given(st.lists(st.sampled_from(TRICKY) | st.text(alphabet="[]0123456789.+ :kernl\r\x00Tab")))
+@given(st.lists(st.sampled_from(TRICKY) | st.text(alphabet="[]0123456789.+ :kernlTab")))
 def test_kernel_messages_split_any_lines_as_each_line_alone(lines: list[str]) -> None:
     assert kernel_messages(lines) == one_at_a_time(lines)
+
+
+@given(st.lists(st.sampled_from(TRICKY)), st.sampled_from(["\r", "\x00", "\r\x00"]))
+def test_a_carriage_return_or_nul_anywhere_changes_nothing(lines: list[str], odd: str) -> None:
+    """Where a line holds one, every line is split alone: still as the splitter splits it."""
+    with_odd = [*lines, f"[  8.000000] nvidia 0000:b3:00.0: {odd}odd{odd}"]
+    assert kernel_messages(with_odd) == one_at_a_time(with_odd)
 
 
 def test_kernel_messages_take_the_plain_stamp_and_leave_the_rest_to_the_splitter() -> None:
