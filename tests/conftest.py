@@ -1,16 +1,22 @@
 """Shared fixtures: the shared corpus's samples (in tests/corpus/shared); folders others may
-enter."""
+enter; each rule set compiled once a worker."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from corpus_paths import REPO_ROOT, SHARED_CORPUS
+
+if TYPE_CHECKING:
+    from sitscheck.engine.model import RuleSet
 
 __all__ = ["REPO_ROOT", "SHARED_CORPUS"]
 
@@ -35,6 +41,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def corpus() -> Path:
     """The shared corpus's samples, as the repository holds them (tests/corpus/shared)."""
     return SHARED_CORPUS
+
+
+# A compile whose deadline is nearer than this may run out part-way (a test of that): it is
+# always compiled afresh
+FRESH_COMPILE_WITHIN_S = 20.0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def rules_compiled_once() -> Iterator[None]:
+    """Each distinct rule set compiled once a worker. Every replay compiles the rules it reads
+    (`app.execute`), nearly always the same files: ~540 compiles of ~0.09 s each, a fifth of
+    the suite's CPU. `engine.loader.load_rules` is a function of the files' bytes, the shipped
+    folders and the CEL engine; its `RuleSet` is frozen and any environment of the same engine
+    evaluates its programs. So a run given the same bytes gets the set compiled the first time;
+    a call without an environment or shipped folders, a file that cannot be read, an error,
+    or a deadline less than FRESH_COMPILE_WITHIN_S away compiles as always."""
+    from sitscheck.engine import loader
+
+    compile_rules = loader.load_rules
+    signature = inspect.signature(compile_rules)
+    compiled: dict[tuple[Any, ...], RuleSet] = {}
+
+    def load_rules(*args: Any, **kwargs: Any) -> RuleSet:
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        files, env, deadline, shipped = (
+            call.arguments[name] for name in ("files", "env", "deadline", "shipped")
+        )
+        near = deadline is not None and deadline - time.monotonic() < FRESH_COMPILE_WITHIN_S
+        if env is None or shipped is None or near:
+            return compile_rules(*args, **kwargs)
+        try:
+            read = tuple((str(path), path.read_bytes()) for path in files)
+        except OSError:
+            return compile_rules(*args, **kwargs)
+        key = (env.engine, read, tuple(str(folder.resolve()) for folder in shipped))
+        if key not in compiled:
+            compiled[key] = compile_rules(*args, **kwargs)
+        return compiled[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loader, "load_rules", load_rules)
+        yield
 
 
 @pytest.fixture
@@ -74,6 +123,15 @@ SLOW_PATHS = (
     "rules/test_engine_differential.py",
 )
 SLOW_NAMES = ("gigabyte", "megabyte")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under `-m 'not slow'` (the README's test command) the slow suites' files are not even
+    imported: every worker collects every file, and theirs cost ~1.5 s of each's start."""
+    tests = Path(__file__).resolve().parent
+    if config.option.markexpr != "not slow" or not collection_path.is_relative_to(tests):
+        return None
+    return str(collection_path.relative_to(tests)).startswith(SLOW_PATHS) or None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
