@@ -230,7 +230,7 @@ def dumps(value: Record) -> str:
     `WIDTH`, else one item a line; text as printed unless it is not printable (control, bidi,
     separator and unassigned characters are written as escapes)."""
     text = "\n".join(_lines(value, 0, ""))
-    return "".join(_escaped(ch) for ch in text) + "\n"
+    return _NOT_ASCII.sub(_escaped, text) + "\n"
 
 
 def _compact(value: Any) -> str:
@@ -273,7 +273,11 @@ def _filled(words: list[str], pad: str) -> list[list[str]]:
     return rows
 
 
-def _escaped(ch: str) -> str:
-    if ch.isascii() or not unicodedata.category(ch).startswith(("C", "Z")) or ch == " ":
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")  # json.dumps has escaped ASCII's control characters
+
+
+def _escaped(found: re.Match[str]) -> str:
+    ch = found[0]
+    if not unicodedata.category(ch).startswith(("C", "Z")):
         return ch
     return json.dumps(ch)[1:-1]  # \uXXXX (a pair of them beyond the BMP)
