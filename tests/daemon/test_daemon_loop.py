@@ -10,9 +10,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from fakes.procs import wait_until
 from msgspec.structs import replace
+from sitscheck.daemon import loop
 from sitscheck.daemon.loop import Notifier, serve
 from sitscheck.daemon.run_line import run_line
 from sitscheck.models import (
@@ -88,21 +91,40 @@ def test_watchdog_pings_during_a_run_and_between_runs(
     notifier = Notifier(env)
     assert notifier.watchdog_s == 0.1
 
+    heard: list[str] = []
+
     def slow_run() -> Report:
-        time.sleep(0.35)  # several ping intervals (0.05s) inside the run
+        # the run lasts until several pings (0.05 s apart) have come, however slow they are
+        sock.settimeout(30.0)
+        try:
+            while heard.count("WATCHDOG=1") < 4:
+                heard.append(sock.recv(4096).decode())
+        finally:
+            sock.settimeout(0.0)
         return a_report()
 
     serve(slow_run, 0.01, notifier=notifier, handle_signals=False, max_runs=1)
-    pings = [m for m in received(sock) if m == "WATCHDOG=1"]
+    pings = [m for m in heard + received(sock) if m == "WATCHDOG=1"]
     assert len(pings) >= 4
 
 
-def test_a_run_past_its_budget_stops_the_pings(notify_socket: tuple[socket.socket, str]) -> None:
+def pinging() -> bool:
+    return any(t.name == "sitscheck-watchdog" for t in threading.enumerate())
+
+
+def test_a_run_past_its_budget_stops_the_pings(
+    notify_socket: tuple[socket.socket, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the loop's clock, held until a ping has come and then moved past the budget; the run
+    hangs until the test lets it end."""
     sock, path = notify_socket
     notifier = Notifier({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "100000"})
+    now = [time.monotonic()]
+    monkeypatch.setattr(loop, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    release = threading.Event()
 
     def hung_run() -> Report:
-        time.sleep(0.6)
+        release.wait(60)
         return a_report()
 
     stop = threading.Event()
@@ -112,13 +134,22 @@ def test_a_run_past_its_budget_stops_the_pings(notify_socket: tuple[socket.socke
         kwargs={"notifier": notifier, "handle_signals": False, "run_budget_s": 0.15, "stop": stop},
     )
     thread.start()
-    time.sleep(0.3)
-    early = [m for m in received(sock) if m == "WATCHDOG=1"]  # within the budget: pinged
-    time.sleep(0.25)  # past the budget, the run still going: no pings
-    late = [m for m in received(sock) if m == "WATCHDOG=1"]
-    stop.set()
-    thread.join(timeout=5)
-    assert early and late == []
+    try:
+        sock.settimeout(30.0)
+        early: list[str] = []  # within the budget: pinged
+        while "WATCHDOG=1" not in early:
+            early.append(sock.recv(4096).decode())
+        sock.settimeout(0.0)
+        now[0] += 1.0  # past the budget, the run still going: the pings stop
+        wait_until(lambda: not pinging(), "the pings to stop", within_s=30.0)
+        received(sock)
+        time.sleep(0.25)  # a ping interval five times over: none comes
+        late = [m for m in received(sock) if m == "WATCHDOG=1"]
+    finally:
+        stop.set()
+        release.set()
+        thread.join(timeout=30)
+    assert late == []
 
 
 def test_watchdog_for_another_pid_is_ignored() -> None:

