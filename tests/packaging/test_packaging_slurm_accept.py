@@ -198,9 +198,10 @@ def test_a_sitscheck_that_no_longer_answers_is_stopped(tmp_path: Path) -> None:
 
 def test_sigterm_reaches_accept_and_the_node_stays_drained(tmp_path: Path) -> None:
     node = Node(tmp_path)
-    got = tmp_path / "got"
+    got, armed = tmp_path / "got", tmp_path / "armed"
     node.sitscheck(
         f'trap \'echo TERM > "{got}"; echo "unknown: interrupted by SIGTERM"; exit 3\' TERM\n'
+        f': > "{armed}"\n'
         "while :; do sleep 0.1; done\n"
     )
     script = subprocess.Popen(
@@ -208,7 +209,7 @@ def test_sigterm_reaches_accept_and_the_node_stays_drained(tmp_path: Path) -> No
     )
     try:
         deadline = time.monotonic() + 60
-        while not node.ran.exists():  # sitscheck has started
+        while not armed.exists():  # sitscheck has started and set its trap
             assert script.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         script.send_signal(signal.SIGTERM)
