@@ -24,7 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from msgspec import Struct
 
@@ -112,6 +112,9 @@ class CommandRunner:
     path: str | None = None
     output_cap: int = DEFAULT_OUTPUT_CAP
     extra_env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # what the timeout is counted on (a test's stand-in for time.monotonic; `deadline`s given
+    # to `run` are on time.monotonic, so it gives none)
+    clock: Callable[[], float] = time.monotonic
     _resolved: dict[str, str | None] = dataclasses.field(
         default_factory=dict, init=False, repr=False
     )
@@ -131,7 +134,7 @@ class CommandRunner:
         past the deadline of the current scope (the check that asked)."""
         if not argv:
             raise ValueError("empty argv")
-        started = time.monotonic()
+        started = self.clock()
         args = tuple(argv)
         limit = work_deadline(deadline)
         budget = max(timeout, 0.0)
@@ -168,9 +171,9 @@ class CommandRunner:
         deadline = started + budget
         try:
             caps = {"stdout": self.output_cap, "stderr": STDERR_CAP}
-            outcome = _Capture(proc, caps).run(deadline)
+            outcome = _Capture(proc, caps, self.clock).run(deadline)
             if outcome.ended is None:
-                _kill_tree(proc, deadline)
+                _kill_tree(proc, deadline, self.clock)
         finally:
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
@@ -181,7 +184,7 @@ class CommandRunner:
             returncode=proc.returncode if finished else None,
             stdout=outcome.text("stdout"),
             stderr=outcome.text("stderr"),
-            duration_s=time.monotonic() - started,
+            duration_s=self.clock() - started,
             timed_out=outcome.ended is None and outcome.overflow is None,
             truncated=outcome.overflow is not None,
             budget_s=budget,
@@ -194,8 +197,10 @@ class _Capture:
     """Reads a command's stdout and stderr as they come, each up to its cap, until it ends,
     prints past a cap (`overflow`), or the deadline passes (`ended` stays None)."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], caps: dict[str, int]) -> None:
-        self.proc = proc
+    def __init__(
+        self, proc: subprocess.Popen[bytes], caps: dict[str, int], clock: Callable[[], float]
+    ) -> None:
+        self.proc, self.clock = proc, clock
         self.caps = caps
         self.data: dict[str, bytearray] = {name: bytearray() for name in caps}
         self.overflow: str | None = None
@@ -224,7 +229,7 @@ class _Capture:
     def _loop(self, selector: selectors.BaseSelector, deadline: float, pidfd: int | None) -> None:
         open_pipes = sum(1 for pipe in self._pipes.values() if pipe is not None)
         while self.overflow is None:
-            left = deadline - time.monotonic()
+            left = deadline - self.clock()
             if left <= 0:
                 return
             if open_pipes == 0:  # both closed: only its exit is left to wait for
@@ -234,7 +239,7 @@ class _Capture:
             for key, _ in selector.select(wait):
                 if key.data is None:  # the pidfd: the command has ended
                     self._drain(selector)
-                    self._wait(max(deadline - time.monotonic(), 0.0))
+                    self._wait(max(deadline - self.clock(), 0.0))
                     return
                 if self._read(key.data, key.fd) == "end":
                     selector.unregister(key.fd)
@@ -311,7 +316,7 @@ def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def _kill_tree(proc: subprocess.Popen[bytes], deadline: float) -> None:
+def _kill_tree(proc: subprocess.Popen[bytes], deadline: float, clock: Callable[[], float]) -> None:
     """SIGKILL the command, its process group and every process below it (found before the
     kill, while the tree still leads to them); reap it briefly, never block on a D-state one."""
     below = _descendants(proc.pid)
@@ -322,7 +327,7 @@ def _kill_tree(proc: subprocess.Popen[bytes], deadline: float) -> None:
     for pid in below:
         _kill(pid)
     try:
-        proc.wait(timeout=max(min(_REAP_GRACE_S, deadline - time.monotonic()), 0.1))
+        proc.wait(timeout=max(min(_REAP_GRACE_S, deadline - clock()), 0.1))
     except subprocess.TimeoutExpired:
         pass
 

@@ -71,3 +71,21 @@ class JumpClock:
     def __call__(self) -> float:
         self.jumped = self.jumped or self.when()
         return time.monotonic() + (2 * FAR if self.jumped else 0.0)
+
+
+class HeldClock:
+    """time.monotonic standing still until `when()` first holds, then running on from where it
+    stood: a timeout counts only from that moment, however slow the machine is to get there."""
+
+    def __init__(self, when: Callable[[], bool]) -> None:
+        self.when = when
+        self.held_at = time.monotonic()
+        self.lag: float | None = None  # how long it stood still, once `when()` has held
+
+    def __call__(self) -> float:
+        now = time.monotonic()
+        if self.lag is None:
+            if not self.when():
+                return self.held_at
+            self.lag = now - self.held_at
+        return now - self.lag

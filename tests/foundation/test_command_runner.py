@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakes.commands import HANG, hanging_command, printing_command
-from fakes.procs import read_pids, still_running
+from fakes.procs import HeldClock, read_pids, still_running
 from sitscheck.sources.command import CommandResult, CommandRunner
 
 PY = sys.executable
@@ -103,8 +103,11 @@ def test_timeout_kills_the_command_and_its_child(pidfile: Path, ignore_term: boo
     argv = [PY, str(HANG), "--pidfile", str(pidfile)]
     if ignore_term:
         argv.insert(2, "--ignore-term")
+    # the timeout counts from the moment the helper and its child run, however long it took
+    # to start them
+    ready = HeldClock(lambda: len(read_pids(pidfile)) == 2)
     started = time.monotonic()
-    result = CommandRunner().run(argv, timeout=1.0)
+    result = CommandRunner(clock=ready).run(argv, timeout=1.0)
     elapsed = time.monotonic() - started
 
     assert result.timed_out
@@ -120,7 +123,9 @@ def test_timeout_kills_the_command_and_its_child(pidfile: Path, ignore_term: boo
 
 def test_timeout_kills_a_hanging_command_found_on_the_path(tmp_path: Path, pidfile: Path) -> None:
     hanging_command(tmp_path / "bin", "nvidia-smi", pidfile, ignore_term=True)
-    result = CommandRunner(path=str(tmp_path / "bin")).run(["nvidia-smi", "-q"], timeout=0.8)
+    ready = HeldClock(lambda: len(read_pids(pidfile)) == 2)
+    runner = CommandRunner(path=str(tmp_path / "bin"), clock=ready)
+    result = runner.run(["nvidia-smi", "-q"], timeout=0.8)
     assert result.timed_out
     assert result.failure_reason() == "`nvidia-smi -q` did not answer within 0.8 s; killed"
     assert result.stdout == "hanging\n"  # what it printed before the kill is kept
