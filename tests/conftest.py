@@ -3,7 +3,6 @@ enter; each rule set compiled once a worker."""
 
 from __future__ import annotations
 
-import inspect
 import os
 import shutil
 import tempfile
@@ -50,39 +49,33 @@ FRESH_COMPILE_WITHIN_S = 20.0
 
 @pytest.fixture(scope="session", autouse=True)
 def rules_compiled_once() -> Iterator[None]:
-    """Each distinct rule set compiled once a worker. Every replay compiles the rules it reads
-    (`app.execute`), nearly always the same files: ~540 compiles of ~0.09 s each, a fifth of
-    the suite's CPU. `engine.loader.load_rules` is a function of the files' bytes, the shipped
-    folders and the CEL engine; its `RuleSet` is frozen and any environment of the same engine
-    evaluates its programs. So a run given the same bytes gets the set compiled the first time;
-    a call without an environment or shipped folders, a file that cannot be read, an error,
-    or a deadline less than FRESH_COMPILE_WITHIN_S away compiles as always."""
-    from sitscheck.engine import loader
+    """Each distinct rule set a run compiles, compiled once a worker. Every replay compiles
+    the rules it reads (`app.execute` through `app.load_rules`), nearly always the same files:
+    ~540 compiles of ~0.09 s each, a fifth of the suite's CPU. The compile is a function of the
+    files' bytes, the shipped folders and the CEL engine; its `RuleSet` is frozen and any
+    environment of the same engine evaluates its programs. So a run given the same bytes gets
+    the set compiled the first time; a file that cannot be read, an error, or a deadline less
+    than FRESH_COMPILE_WITHIN_S away compiles as always. Tests of the loader itself call
+    `engine.loader` and compile every time."""
+    from sitscheck import app
 
-    compile_rules = loader.load_rules
-    signature = inspect.signature(compile_rules)
+    compile_rules = app.load_rules
     compiled: dict[tuple[Any, ...], RuleSet] = {}
 
-    def load_rules(*args: Any, **kwargs: Any) -> RuleSet:
-        call = signature.bind(*args, **kwargs)
-        call.apply_defaults()
-        files, env, deadline, shipped = (
-            call.arguments[name] for name in ("files", "env", "deadline", "shipped")
-        )
-        near = deadline is not None and deadline - time.monotonic() < FRESH_COMPILE_WITHIN_S
-        if env is None or shipped is None or near:
-            return compile_rules(*args, **kwargs)
+    def load_rules(files: list[Path], env: Any, deadline: Any, shipped: list[Path]) -> RuleSet:
+        if deadline is not None and deadline - time.monotonic() < FRESH_COMPILE_WITHIN_S:
+            return compile_rules(files, env, deadline, shipped)
         try:
             read = tuple((str(path), path.read_bytes()) for path in files)
         except OSError:
-            return compile_rules(*args, **kwargs)
+            return compile_rules(files, env, deadline, shipped)
         key = (env.engine, read, tuple(str(folder.resolve()) for folder in shipped))
         if key not in compiled:
-            compiled[key] = compile_rules(*args, **kwargs)
+            compiled[key] = compile_rules(files, env, deadline, shipped)
         return compiled[key]
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(loader, "load_rules", load_rules)
+        patch.setattr(app, "load_rules", load_rules)
         yield
 
 
